@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Copyright (C) 2026 The vtpu authors */
+
+#include <linux/debugfs.h>
+#include <linux/mm.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_print.h>
+#include <drm/vtpu_accel.h>
+
+#include "vtpu_drv.h"
+#include "vtpu_gem.h"
+
+static void vtpu_bo_track(struct vtpu_bo *bo)
+{
+	struct vtpu_device *vdev = bo->vdev;
+
+	mutex_lock(&vdev->bos_lock);
+	list_add_tail(&bo->link, &vdev->bos);
+	mutex_unlock(&vdev->bos_lock);
+}
+
+static void vtpu_bo_untrack(struct vtpu_bo *bo)
+{
+	struct vtpu_device *vdev = bo->vdev;
+
+	mutex_lock(&vdev->bos_lock);
+	list_del(&bo->link);
+	mutex_unlock(&vdev->bos_lock);
+}
+
+/* HBM buffers: a contiguous range of the device's reserved memory. */
+
+static void vtpu_hbm_bo_free(struct drm_gem_object *obj)
+{
+	struct vtpu_bo *bo = to_vtpu_bo(obj);
+	struct vtpu_device *vdev = bo->vdev;
+
+	vtpu_bo_untrack(bo);
+
+	mutex_lock(&vdev->hbm_lock);
+	drm_mm_remove_node(&bo->node);
+	vdev->hbm_used -= obj->size;
+	mutex_unlock(&vdev->hbm_lock);
+
+	drm_gem_object_release(obj);
+	kfree(bo);
+}
+
+static int vtpu_hbm_bo_mmap(struct drm_gem_object *obj,
+			    struct vm_area_struct *vma)
+{
+	struct vtpu_bo *bo = to_vtpu_bo(obj);
+
+	/* A private writable mapping would copy HBM pages: refuse it. */
+	if (is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
+
+	/*
+	 * drm_gem_mmap() only accepts mappings that start at the buffer and
+	 * fit in it. The vma keeps a reference on the object, so the range
+	 * stays allocated until the last mapping is gone.
+	 */
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return remap_vmalloc_range(vma, bo->vdev->hbm,
+				   bo->node.start >> PAGE_SHIFT);
+}
+
+static const struct vm_operations_struct vtpu_hbm_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+static const struct drm_gem_object_funcs vtpu_hbm_funcs = {
+	.free = vtpu_hbm_bo_free,
+	.mmap = vtpu_hbm_bo_mmap,
+	.vm_ops = &vtpu_hbm_vm_ops,
+};
+
+static struct vtpu_bo *vtpu_hbm_bo_create(struct vtpu_device *vdev, u64 size)
+{
+	struct drm_gem_object *obj;
+	struct vtpu_bo *bo;
+	int ret;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	bo->vdev = vdev;
+	bo->placement = DRM_VTPU_PLACEMENT_HBM;
+	obj = &bo->base.base;
+	obj->funcs = &vtpu_hbm_funcs;
+
+	/* Best fit keeps large ranges whole for large buffers. */
+	mutex_lock(&vdev->hbm_lock);
+	ret = drm_mm_insert_node_generic(&vdev->hbm_mm, &bo->node, size, 0, 0,
+					 DRM_MM_INSERT_BEST);
+	if (!ret)
+		vdev->hbm_used += size;
+	mutex_unlock(&vdev->hbm_lock);
+	if (ret) {
+		kfree(bo);
+		return ERR_PTR(ret);
+	}
+
+	/* No data may leak from the range's previous owner. */
+	memset(vdev->hbm + bo->node.start, 0, size);
+
+	drm_gem_private_object_init(&vdev->drm, obj, size);
+	vtpu_bo_track(bo);
+
+	ret = drm_gem_create_mmap_offset(obj);
+	if (ret) {
+		drm_gem_object_put(obj);
+		return ERR_PTR(ret);
+	}
+	return bo;
+}
+
+/* Backing-store buffers: shmem pages, allocated when first touched. */
+
+static void vtpu_host_bo_free(struct drm_gem_object *obj)
+{
+	struct vtpu_bo *bo = to_vtpu_bo(obj);
+
+	vtpu_bo_untrack(bo);
+	atomic64_sub(obj->size, &bo->vdev->host_bytes);
+	drm_gem_shmem_free(&bo->base);
+}
+
+static const struct drm_gem_object_funcs vtpu_host_funcs = {
+	.free = vtpu_host_bo_free,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = drm_gem_shmem_object_mmap,
+	.vm_ops = &drm_gem_shmem_vm_ops,
+};
+
+/**
+ * vtpu_gem_create_object() - &drm_driver.gem_create_object hook
+ * @drm: device
+ * @size: size of the object
+ *
+ * Lets the shmem helper allocate a &struct vtpu_bo. Accounting starts in
+ * vtpu_host_bo_create(), once the helper can no longer fail: its error
+ * path frees the object without calling &drm_gem_object_funcs.free.
+ *
+ * Return: the embedded GEM object or an ERR_PTR().
+ */
+struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
+					      size_t size)
+{
+	struct vtpu_device *vdev = to_vtpu_device(drm);
+	struct vtpu_bo *bo;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	bo->vdev = vdev;
+	bo->placement = DRM_VTPU_PLACEMENT_HOST;
+	bo->base.base.funcs = &vtpu_host_funcs;
+	return &bo->base.base;
+}
+
+static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
+{
+	struct drm_gem_shmem_object *shmem;
+	struct vtpu_bo *bo;
+
+	shmem = drm_gem_shmem_create(&vdev->drm, size);
+	if (IS_ERR(shmem))
+		return ERR_CAST(shmem);
+	bo = container_of(shmem, struct vtpu_bo, base);
+	atomic64_add(size, &vdev->host_bytes);
+	vtpu_bo_track(bo);
+	return bo;
+}
+
+static u64 vtpu_bo_device_addr(struct vtpu_bo *bo)
+{
+	if (bo->placement == DRM_VTPU_PLACEMENT_HBM)
+		return bo->node.start;
+	return DRM_VTPU_NO_DEVICE_ADDR;
+}
+
+int vtpu_ioctl_bo_create(struct drm_device *drm, void *data,
+			 struct drm_file *file)
+{
+	struct vtpu_device *vdev = to_vtpu_device(drm);
+	struct drm_vtpu_bo_create *args = data;
+	struct vtpu_bo *bo;
+	u64 size;
+	int ret;
+
+	if (args->flags) {
+		drm_dbg(drm, "bo_create: unknown flags 0x%x\n", args->flags);
+		return -EINVAL;
+	}
+	if (args->placement != DRM_VTPU_PLACEMENT_AUTO &&
+	    args->placement != DRM_VTPU_PLACEMENT_HBM &&
+	    args->placement != DRM_VTPU_PLACEMENT_HOST) {
+		drm_dbg(drm, "bo_create: unknown placement %u\n",
+			args->placement);
+		return -EINVAL;
+	}
+	if (!args->size) {
+		drm_dbg(drm, "bo_create: size 0\n");
+		return -EINVAL;
+	}
+	if (args->size > vdev->max_bo_size) {
+		drm_dbg(drm, "bo_create: size %llu > max %llu\n",
+			args->size, vdev->max_bo_size);
+		return -E2BIG;
+	}
+	/* max_bo_size is page aligned, so this cannot overflow. */
+	size = PAGE_ALIGN(args->size);
+
+	if (args->placement == DRM_VTPU_PLACEMENT_HOST) {
+		bo = vtpu_host_bo_create(vdev, size);
+	} else {
+		bo = vtpu_hbm_bo_create(vdev, size);
+		if (PTR_ERR_OR_ZERO(bo) == -ENOSPC &&
+		    args->placement == DRM_VTPU_PLACEMENT_AUTO)
+			bo = vtpu_host_bo_create(vdev, size);
+	}
+	if (IS_ERR(bo)) {
+		drm_dbg(drm, "bo_create: %llu bytes placement %u: %pe\n",
+			size, args->placement, bo);
+		return PTR_ERR(bo);
+	}
+
+	ret = drm_gem_handle_create(file, &bo->base.base, &args->handle);
+	/* The handle holds the reference from here on. */
+	drm_gem_object_put(&bo->base.base);
+	if (ret)
+		return ret;
+
+	args->placed = bo->placement;
+	args->device_addr = vtpu_bo_device_addr(bo);
+	return 0;
+}
+
+int vtpu_ioctl_bo_info(struct drm_device *drm, void *data,
+		       struct drm_file *file)
+{
+	struct drm_vtpu_bo_info *args = data;
+	struct drm_gem_object *obj;
+	struct vtpu_bo *bo;
+
+	if (args->flags) {
+		drm_dbg(drm, "bo_info: unknown flags 0x%x\n", args->flags);
+		return -EINVAL;
+	}
+
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj) {
+		drm_dbg(drm, "bo_info: unknown handle %u\n", args->handle);
+		return -ENOENT;
+	}
+	bo = to_vtpu_bo(obj);
+
+	args->size = obj->size;
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+	args->device_addr = vtpu_bo_device_addr(bo);
+	args->placed = bo->placement;
+	args->pad = 0;
+
+	drm_gem_object_put(obj);
+	return 0;
+}
+
+static void vtpu_print_region(struct drm_printer *p, const char *region,
+			      u64 bytes)
+{
+	drm_printf(p, "drm-memory-%s:\t%llu KiB\n", region, bytes / SZ_1K);
+}
+
+/**
+ * vtpu_gem_show_fdinfo() - memory of one open file, per placement
+ * @p: printer into the fdinfo file
+ * @file: the DRM file
+ */
+void vtpu_gem_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	struct drm_gem_object *obj;
+	u64 hbm = 0, host = 0, resident = 0;
+	int id;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id) {
+		struct vtpu_bo *bo = to_vtpu_bo(obj);
+
+		if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
+			hbm += obj->size;
+		} else {
+			host += obj->size;
+			/* Backing-store pages exist once mapped or pinned. */
+			if (bo->base.pages)
+				resident += obj->size;
+		}
+	}
+	spin_unlock(&file->table_lock);
+
+	vtpu_print_region(p, "hbm", hbm);
+	vtpu_print_region(p, "host", host);
+	drm_printf(p, "drm-resident-host:\t%llu KiB\n", resident / SZ_1K);
+}
+
+static int vtpu_bos_show(struct seq_file *m, void *unused)
+{
+	struct vtpu_device *vdev = m->private;
+	u64 count[2] = {}, bytes[2] = {};
+	struct vtpu_bo *bo;
+
+	mutex_lock(&vdev->bos_lock);
+	list_for_each_entry(bo, &vdev->bos, link) {
+		int hbm = bo->placement == DRM_VTPU_PLACEMENT_HBM;
+
+		count[hbm]++;
+		bytes[hbm] += bo->base.base.size;
+	}
+	seq_printf(m, "hbm: %llu bos, %llu bytes\n", count[1], bytes[1]);
+	seq_printf(m, "host: %llu bos, %llu bytes\n", count[0], bytes[0]);
+	list_for_each_entry(bo, &vdev->bos, link)
+		seq_printf(m, "%-4s size %-12zu addr 0x%-10llx handles %u\n",
+			   bo->placement == DRM_VTPU_PLACEMENT_HBM ? "hbm" : "host",
+			   bo->base.base.size, vtpu_bo_device_addr(bo),
+			   bo->base.base.handle_count);
+	mutex_unlock(&vdev->bos_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vtpu_bos);
+
+/**
+ * vtpu_gem_debugfs_init() - create debugfs "bos": live buffers per placement
+ * @vdev: a registered device
+ */
+void vtpu_gem_debugfs_init(struct vtpu_device *vdev)
+{
+	debugfs_create_file("bos", 0444, vdev->drm.debugfs_root, vdev,
+			    &vtpu_bos_fops);
+}

@@ -30,6 +30,20 @@ USER_LIBS := $(shell pkg-config --libs libdrm)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 
+# The executor and validator are plain C shared by vtpu.ko and userspace
+# (host backend, unit tests, benchmarks). No FMA contraction and no
+# -march: results must be bit-identical to the kernel's SSE2 build.
+EXEC_SRCS := $(wildcard driver/vtpu_prog.c driver/vtpu_exec.c)
+EXEC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -ffp-contract=off \
+	-fno-math-errno -Iuapi -Idriver -Iruntime/compat
+EXEC_OBJS := $(patsubst driver/%.c,$(BUILD)/obj/%.o,$(EXEC_SRCS))
+EXEC_SAN_OBJS := $(patsubst driver/%.c,$(BUILD)/obj-san/%.o,$(EXEC_SRCS))
+EXEC_HDRS := $(wildcard driver/vtpu_prog.h driver/vtpu_exec.h \
+	driver/vtpu_compat.h runtime/compat/*.h) uapi/drm/vtpu_isa.h
+LIBEXEC := $(BUILD)/lib/libvtpu_exec.a
+LIBEXEC_SAN := $(BUILD)/lib/libvtpu_exec-san.a
+TEST_HDRS := $(wildcard tests/common/*.h)
+
 KSFT_SRCS := $(wildcard tests/kselftest/*.c)
 KSFT_BINS := $(patsubst tests/kselftest/%.c,$(BUILD)/tests/kselftest/%,$(KSFT_SRCS))
 KSFT_HDRS := $(wildcard tests/kselftest/*.h)
@@ -54,13 +68,33 @@ module:
 
 tests: $(KSFT_BINS) $(UNIT_BINS)
 
-$(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) uapi/drm/vtpu_accel.h
+$(BUILD)/obj/%.o: driver/%.c $(EXEC_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -isystem $(KSFT_DIR) -o $@ $< $(USER_LIBS)
+	$(CC) $(EXEC_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/unit/%: tests/unit/%.c uapi/drm/vtpu_accel.h
+$(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(SAN) -isystem $(KSFT_DIR) -o $@ $< $(USER_LIBS)
+	$(CC) $(EXEC_CFLAGS) $(SAN) -c -o $@ $<
+
+$(LIBEXEC): $(EXEC_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBEXEC_SAN): $(EXEC_SAN_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
+		uapi/drm/vtpu_accel.h $(LIBEXEC)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Idriver -Iruntime/compat -Itests/common \
+		-isystem $(KSFT_DIR) -o $@ $< $(LIBEXEC) $(USER_LIBS) -lpthread
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
+		$(LIBEXEC_SAN)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
+		-isystem $(KSFT_DIR) -o $@ $< $(LIBEXEC_SAN) $(USER_LIBS) -lm
 
 # Each suite prints "<suite>: N passed, N failed, N skipped".
 checkpatch:

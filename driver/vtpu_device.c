@@ -11,6 +11,7 @@
 #include <drm/drm_print.h>
 #include <drm/vtpu_accel.h>
 
+#include "vtpu_core.h"
 #include "vtpu_device.h"
 
 static void vtpu_device_hbm_fini(struct drm_device *drm, void *unused)
@@ -57,6 +58,7 @@ int vtpu_device_init(struct vtpu_device *vdev)
 	vdev->vmem_size = (u64)vtpu_params.vmem_kib * SZ_1K;
 	INIT_LIST_HEAD(&vdev->bos);
 	atomic64_set(&vdev->host_bytes, 0);
+	atomic_set(&vdev->jobs_alive, 0);
 
 	ret = drmm_mutex_init(&vdev->drm, &vdev->hbm_lock);
 	if (ret)
@@ -66,6 +68,10 @@ int vtpu_device_init(struct vtpu_device *vdev)
 		return ret;
 
 	ret = vtpu_device_hbm_init(vdev);
+	if (ret)
+		return ret;
+
+	ret = vtpu_cores_init(vdev);
 	if (ret)
 		return ret;
 
@@ -129,7 +135,8 @@ int vtpu_ioctl_query(struct drm_device *drm, void *data,
 	args->max_bo_size = vdev->max_bo_size;
 	args->timestamp_unit_ns = 1;
 	args->pad2 = 0;
-	args->features = DRM_VTPU_FEATURE_HBM | DRM_VTPU_FEATURE_HOST;
+	args->features = DRM_VTPU_FEATURE_HBM | DRM_VTPU_FEATURE_HOST |
+			 DRM_VTPU_FEATURE_SUBMIT | DRM_VTPU_FEATURE_SYNCOBJ;
 	return 0;
 }
 

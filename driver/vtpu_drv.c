@@ -14,6 +14,7 @@
 #include <linux/moduleparam.h>
 #include <linux/platform_device.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include <drm/drm_accel.h>
 #include <drm/drm_drv.h>
@@ -23,9 +24,11 @@
 #include <drm/drm_print.h>
 #include <drm/vtpu_accel.h>
 
+#include "vtpu_core.h"
 #include "vtpu_device.h"
 #include "vtpu_drv.h"
 #include "vtpu_gem.h"
+#include "vtpu_job.h"
 
 #define VTPU_MAX_DEVICES	16
 #define VTPU_MAX_CORES		64
@@ -37,6 +40,7 @@ struct vtpu_params vtpu_params = {
 	.num_cores = 4,
 	.hbm_mib = 64,
 	.vmem_kib = 1024,
+	.job_timeout_ms = 10000,
 };
 
 module_param_named(num_devices, vtpu_params.num_devices, uint, 0444);
@@ -48,6 +52,9 @@ MODULE_PARM_DESC(hbm_mib, "HBM per device in MiB, reserved at load (1-16384, def
 module_param_named(vmem_kib, vtpu_params.vmem_kib, uint, 0444);
 MODULE_PARM_DESC(vmem_kib, "Vector memory per core in KiB (4-65536, default 1024)");
 
+module_param_named(job_timeout_ms, vtpu_params.job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms, "A job running longer is aborted with -ETIMEDOUT (10-600000, default 10000)");
+
 static struct vtpu_device **vtpu_devices;
 
 #define VTPU_IOCTL(n, func) \
@@ -57,6 +64,8 @@ static const struct drm_ioctl_desc vtpu_ioctls[] = {
 	VTPU_IOCTL(QUERY, query),
 	VTPU_IOCTL(BO_CREATE, bo_create),
 	VTPU_IOCTL(BO_INFO, bo_info),
+	VTPU_IOCTL(SUBMIT, submit),
+	VTPU_IOCTL(JOB_WAIT, job_wait),
 };
 
 static const struct file_operations vtpu_fops = {
@@ -66,7 +75,10 @@ static const struct file_operations vtpu_fops = {
 };
 
 static const struct drm_driver vtpu_drm_driver = {
-	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM,
+	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM |
+			   DRIVER_SYNCOBJ | DRIVER_SYNCOBJ_TIMELINE,
+	.open = vtpu_job_open,
+	.postclose = vtpu_job_postclose,
 	.gem_create_object = vtpu_gem_create_object,
 	.show_fdinfo = vtpu_gem_show_fdinfo,
 	.ioctls = vtpu_ioctls,
@@ -121,6 +133,7 @@ static struct vtpu_device *vtpu_device_create(unsigned int index)
 		goto err_release_group;
 
 	vtpu_gem_debugfs_init(vdev);
+	vtpu_cores_debugfs_init(vdev);
 	drm_info(&vdev->drm, "%u cores, %llu MiB HBM, %llu KiB VMEM per core\n",
 		 vdev->num_cores, vdev->hbm_size >> 20, vdev->vmem_size >> 10);
 	return vdev;
@@ -137,6 +150,12 @@ static void vtpu_device_destroy(struct vtpu_device *vdev)
 	struct platform_device *pdev = vdev->pdev;
 
 	drm_dev_unregister(&vdev->drm);
+	/*
+	 * No file is open any more (each holds a module reference), but the
+	 * jobs of closed files may still be executing: the code they run
+	 * goes away with the module.
+	 */
+	wait_var_event(&vdev->jobs_alive, !atomic_read(&vdev->jobs_alive));
 	devres_release_group(&pdev->dev, NULL);
 	platform_device_unregister(pdev);
 }
@@ -149,9 +168,11 @@ static int vtpu_params_check(void)
 	    p->num_cores < 1 || p->num_cores > VTPU_MAX_CORES ||
 	    p->hbm_mib < 1 || p->hbm_mib > VTPU_MAX_HBM_MIB ||
 	    p->vmem_kib < 4 || p->vmem_kib > VTPU_MAX_VMEM_KIB ||
-	    !IS_ALIGNED(p->vmem_kib, 4)) {
-		pr_err("vtpu: parameter out of range: num_devices=%u num_cores=%u hbm_mib=%u vmem_kib=%u (see modinfo vtpu)\n",
-		       p->num_devices, p->num_cores, p->hbm_mib, p->vmem_kib);
+	    !IS_ALIGNED(p->vmem_kib, 4) ||
+	    p->job_timeout_ms < 10 || p->job_timeout_ms > 600000) {
+		pr_err("vtpu: parameter out of range: num_devices=%u num_cores=%u hbm_mib=%u vmem_kib=%u job_timeout_ms=%u (see modinfo vtpu)\n",
+		       p->num_devices, p->num_cores, p->hbm_mib, p->vmem_kib,
+		       p->job_timeout_ms);
 		return -EINVAL;
 	}
 	return 0;

@@ -19,11 +19,16 @@
 #define VTPU_ISA_VERSION	1
 
 /* Module parameters, fixed once the module is loaded. */
+struct drm_gpu_scheduler;
+struct vtpu_core;
+struct workqueue_struct;
+
 struct vtpu_params {
 	unsigned int num_devices;
 	unsigned int num_cores;
 	unsigned int hbm_mib;
 	unsigned int vmem_kib;
+	unsigned int job_timeout_ms;
 };
 
 extern struct vtpu_params vtpu_params;
@@ -45,6 +50,10 @@ extern struct vtpu_params vtpu_params;
  * @max_bo_size: largest buffer BO_CREATE accepts
  * @bos: every live buffer of this device, for debugfs
  * @bos_lock: protects @bos
+ * @cores: the emulated cores
+ * @scheds: their schedulers, the list every file's entity spans
+ * @core_wq: workqueue the cores execute on
+ * @jobs_alive: jobs submitted and not yet freed; unload waits for zero
  */
 struct vtpu_device {
 	struct drm_device drm;
@@ -64,6 +73,11 @@ struct vtpu_device {
 
 	struct list_head bos;
 	struct mutex bos_lock; /* Protects bos */
+
+	struct vtpu_core *cores;
+	struct drm_gpu_scheduler **scheds;
+	struct workqueue_struct *core_wq;
+	atomic_t jobs_alive;
 };
 
 static inline struct vtpu_device *to_vtpu_device(struct drm_device *drm)

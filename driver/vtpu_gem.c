@@ -184,6 +184,36 @@ static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
 	return bo;
 }
 
+/**
+ * vtpu_bo_vmap() - map a whole buffer into the kernel for a job
+ * @bo: buffer
+ * @map: receives the mapping
+ *
+ * HBM is mapped already; backing-store pages get pinned and mapped,
+ * which may sleep and allocate: call it at submit, never while signalling.
+ *
+ * Return: 0 or -errno.
+ */
+int vtpu_bo_vmap(struct vtpu_bo *bo, struct iosys_map *map)
+{
+	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
+		iosys_map_set_vaddr(map, bo->vdev->hbm + bo->node.start);
+		return 0;
+	}
+	return drm_gem_vmap_unlocked(&bo->base.base, map);
+}
+
+/**
+ * vtpu_bo_vunmap() - undo vtpu_bo_vmap()
+ * @bo: buffer
+ * @map: the mapping vtpu_bo_vmap() returned
+ */
+void vtpu_bo_vunmap(struct vtpu_bo *bo, struct iosys_map *map)
+{
+	if (bo->placement == DRM_VTPU_PLACEMENT_HOST)
+		drm_gem_vunmap_unlocked(&bo->base.base, map);
+}
+
 static u64 vtpu_bo_device_addr(struct vtpu_bo *bo)
 {
 	if (bo->placement == DRM_VTPU_PLACEMENT_HBM)

@@ -8,6 +8,7 @@
 #include <drm/drm_mm.h>
 
 struct drm_printer;
+struct iosys_map;
 struct vtpu_device;
 
 /**
@@ -31,6 +32,9 @@ static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)
 {
 	return container_of(obj, struct vtpu_bo, base.base);
 }
+
+int vtpu_bo_vmap(struct vtpu_bo *bo, struct iosys_map *map);
+void vtpu_bo_vunmap(struct vtpu_bo *bo, struct iosys_map *map);
 
 struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 					      size_t size);

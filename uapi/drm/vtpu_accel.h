@@ -32,6 +32,8 @@ extern "C" {
 #define DRM_VTPU_QUERY			0x00
 #define DRM_VTPU_BO_CREATE		0x01
 #define DRM_VTPU_BO_INFO		0x02
+#define DRM_VTPU_SUBMIT			0x03
+#define DRM_VTPU_JOB_WAIT		0x04
 
 #define DRM_IOCTL_VTPU_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_QUERY, struct drm_vtpu_query)
@@ -39,6 +41,10 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_BO_CREATE, struct drm_vtpu_bo_create)
 #define DRM_IOCTL_VTPU_BO_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_BO_INFO, struct drm_vtpu_bo_info)
+#define DRM_IOCTL_VTPU_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_SUBMIT, struct drm_vtpu_submit)
+#define DRM_IOCTL_VTPU_JOB_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_JOB_WAIT, struct drm_vtpu_job_wait)
 
 /**
  * enum drm_vtpu_placement - where the memory of a buffer object lives
@@ -57,6 +63,8 @@ enum drm_vtpu_placement {
 /* Feature bits reported in &drm_vtpu_query.features. */
 #define DRM_VTPU_FEATURE_HBM		_BITULL(0)	/* HBM placement */
 #define DRM_VTPU_FEATURE_HOST		_BITULL(1)	/* shmem placement */
+#define DRM_VTPU_FEATURE_SUBMIT		_BITULL(2)	/* SUBMIT, JOB_WAIT */
+#define DRM_VTPU_FEATURE_SYNCOBJ	_BITULL(3)	/* syncobjs, timelines */
 
 /* &drm_vtpu_bo_create.device_addr of a buffer without one (HOST). */
 #define DRM_VTPU_NO_DEVICE_ADDR		(~0ULL)
@@ -157,6 +165,164 @@ struct drm_vtpu_bo_info {
 	__u32 placed;
 	/** @pad: Output. Zero. */
 	__u32 pad;
+};
+
+/* &drm_vtpu_binding.flags */
+#define DRM_VTPU_BIND_READ		0x1	/* the program may read */
+#define DRM_VTPU_BIND_WRITE		0x2	/* the program may write */
+
+/**
+ * struct drm_vtpu_binding - a buffer range bound to a program
+ *
+ * Binding i of the array is what the program's DMA instructions call
+ * binding i. The job holds a reference on the buffer until it ends, even
+ * if userspace closes the handle meanwhile.
+ */
+struct drm_vtpu_binding {
+	/** @handle: Input. GEM handle of the buffer. */
+	__u32 handle;
+	/** @flags: Input. DRM_VTPU_BIND_READ and/or DRM_VTPU_BIND_WRITE. */
+	__u32 flags;
+	/** @offset: Input. Byte offset of the range in the buffer. */
+	__u64 offset;
+	/** @size: Input. Bytes of the range, >= 1, within the buffer. */
+	__u64 size;
+};
+
+/**
+ * struct drm_vtpu_sync - a syncobj and timeline point
+ */
+struct drm_vtpu_sync {
+	/** @handle: Input. Syncobj handle. */
+	__u32 handle;
+	/** @flags: Input. Must be zero. */
+	__u32 flags;
+	/** @point: Input. Timeline point, 0 for a binary syncobj. */
+	__u64 point;
+};
+
+/* Most in-fences and bindings one SUBMIT takes. */
+#define DRM_VTPU_MAX_IN_SYNCS		64
+#define DRM_VTPU_MAX_BINDINGS		64
+
+/**
+ * struct drm_vtpu_submit - run a program on one of the device's cores
+ *
+ * The program (see vtpu_isa.h) is copied out of its buffer and validated
+ * completely, with the bindings' sizes and access rights, before the job
+ * is queued; nothing runs unless all of it is valid. The job waits for
+ * @in_syncs, runs on whichever core of the device is free first, then
+ * signals @out_sync. The job's id can be waited on with
+ * DRM_IOCTL_VTPU_JOB_WAIT until a wait reports its completion.
+ *
+ * Errors: -EINVAL nonzero @flags or padding, bad sync/binding flags, a
+ * range outside its buffer, a program that fails validation (the reason
+ * goes to the kernel log at debug level), a too small profile buffer;
+ * -E2BIG more than DRM_VTPU_MAX_BINDINGS bindings or
+ * DRM_VTPU_MAX_IN_SYNCS in-syncs; -ENOENT unknown buffer or syncobj
+ * handle; -EBUSY too many un-waited jobs on this file (wait some);
+ * -ENOMEM.
+ */
+struct drm_vtpu_submit {
+	/** @flags: Input. Must be zero. */
+	__u32 flags;
+	/** @program_handle: Input. Buffer holding the program. */
+	__u32 program_handle;
+	/** @program_offset: Input. Byte offset of the program in it. */
+	__u64 program_offset;
+	/** @program_size: Input. Bytes of the program. */
+	__u64 program_size;
+	/** @bindings: Input. Pointer to @binding_count &drm_vtpu_binding. */
+	__u64 bindings;
+	/** @binding_count: Input. Must equal the program's binding count. */
+	__u32 binding_count;
+	/** @in_sync_count: Input. Entries at @in_syncs. */
+	__u32 in_sync_count;
+	/** @in_syncs: Input. Pointer to &drm_vtpu_sync the job waits for. */
+	__u64 in_syncs;
+	/** @out_sync: Input. Syncobj signalled when the job ends; 0: none. */
+	__u32 out_sync;
+	/**
+	 * @profile_handle: Input. Buffer that receives the job's
+	 * &drm_vtpu_profile at @profile_offset when it ends; 0: none.
+	 */
+	__u32 profile_handle;
+	/** @out_sync_point: Input. Timeline point for @out_sync, or 0. */
+	__u64 out_sync_point;
+	/** @profile_offset: Input. 8-byte aligned. */
+	__u64 profile_offset;
+	/** @job_id: Output. Id of the job in this file, never 0. */
+	__u64 job_id;
+};
+
+/**
+ * struct drm_vtpu_profile_trace - one TRACE instruction's record
+ */
+struct drm_vtpu_profile_trace {
+	/** @id: the TRACE instruction's op id */
+	__u32 id;
+	/** @pad: zero */
+	__u32 pad;
+	/** @timestamp: device time when the TRACE executed */
+	__u64 timestamp;
+};
+
+/**
+ * struct drm_vtpu_profile - what a job writes to its profile buffer
+ *
+ * Timestamps are device ticks of &drm_vtpu_query.timestamp_unit_ns on
+ * the CLOCK_MONOTONIC time base. The buffer must hold the struct plus one
+ * &drm_vtpu_profile_trace per TRACE instruction of the program.
+ */
+struct drm_vtpu_profile {
+	/** @queued: when SUBMIT queued the job */
+	__u64 queued;
+	/** @start: when a core started it */
+	__u64 start;
+	/** @end: when it ended */
+	__u64 end;
+	/** @insns: instructions executed */
+	__u64 insns;
+	/** @flops: floating-point operations the program performs */
+	__u64 flops;
+	/** @dma_bytes: bytes moved by DMA to and from bindings */
+	__u64 dma_bytes;
+	/** @core: index of the core that ran the job */
+	__u32 core;
+	/** @status: 0, or the job's -errno (-ETIMEDOUT: it was aborted) */
+	__s32 status;
+	/** @trace_count: entries written to @trace */
+	__u32 trace_count;
+	/** @pad: zero */
+	__u32 pad;
+	/** @trace: one record per TRACE executed, in program order */
+	struct drm_vtpu_profile_trace trace[];
+};
+
+/**
+ * struct drm_vtpu_job_wait - wait for a job of this file to end
+ *
+ * Returns 0 once the job has ended, its result in @status; the id is then
+ * forgotten. Errors: -EINVAL nonzero @flags; -ENOENT unknown @job_id (or
+ * already reported); -ETIME @timeout_ns passed first; -ERESTARTSYS or
+ * -EINTR when a signal came first.
+ */
+struct drm_vtpu_job_wait {
+	/** @job_id: Input. As returned by SUBMIT. */
+	__u64 job_id;
+	/**
+	 * @timeout_ns: Input. Absolute CLOCK_MONOTONIC deadline in ns; 0
+	 * polls.
+	 */
+	__s64 timeout_ns;
+	/** @flags: Input. Must be zero. */
+	__u32 flags;
+	/**
+	 * @status: Output. 0 when the job succeeded, else its -errno:
+	 * -ETIMEDOUT (ran past the job timeout and was aborted), -ECANCELED
+	 * or -ENOENT (never ran: its file was closed or an in-sync failed).
+	 */
+	__s32 status;
 };
 
 #if defined(__cplusplus)

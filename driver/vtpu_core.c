@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * The emulated cores. Each core has a drm_sched scheduler that hands it
+ * one job at a time (credit limit 1, so the scheduler's timeout measures
+ * execution, not queueing) and a work item that executes it.
+ *
+ * Execution never happens inside run_job: run_job only initialises the
+ * job's hardware fence (preallocated at submit) and queues the job. The
+ * work item runs the program in short kernel-FPU sections, rescheduling
+ * between them, enforces the job timeout itself like a hardware watchdog
+ * would, writes the profile and signals the fence. Nothing on that path
+ * allocates or takes a dma_resv lock: SUBMIT did all of that.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/dma-fence.h>
+#include <linux/fpu.h>
+#include <linux/ktime.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+#include <drm/vtpu_accel.h>
+
+#include "vtpu_core.h"
+#include "vtpu_drv.h"
+#include "vtpu_job.h"
+
+/*
+ * Instructions per FPU section. One instruction is bounded by the VMEM
+ * size (a MATMUL of tiles filling VMEM), so a slice stays well below a
+ * millisecond of preemption-off time on any sane VMEM size.
+ */
+#define VTPU_SLICE_INSNS	16
+
+static const char *vtpu_fence_get_driver_name(struct dma_fence *fence)
+{
+	return VTPU_DRIVER_NAME;
+}
+
+static const char *vtpu_fence_get_timeline_name(struct dma_fence *fence)
+{
+	return "vtpu-core";
+}
+
+static const struct dma_fence_ops vtpu_fence_ops = {
+	.get_driver_name = vtpu_fence_get_driver_name,
+	.get_timeline_name = vtpu_fence_get_timeline_name,
+};
+
+static void vtpu_core_trace(void *arg, u32 id)
+{
+	struct vtpu_job *job = arg;
+	struct drm_vtpu_profile *p = job->profile;
+
+	/* SUBMIT sized the buffer for every TRACE of the program. */
+	if (!p)
+		return;
+	p->trace[p->trace_count].id = id;
+	p->trace[p->trace_count].pad = 0;
+	p->trace[p->trace_count].timestamp = ktime_get_ns();
+	p->trace_count++;
+}
+
+static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
+			  u64 deadline)
+{
+	struct vtpu_exec exec;
+	int done = 0;
+
+	/* No data may pass from one job to the next through VMEM. */
+	memset(core->vmem, 0, job->info.vmem_size);
+
+	vtpu_exec_init(&exec, &job->info, job->ebind, core->vmem);
+	exec.trace = vtpu_core_trace;
+	exec.trace_arg = job;
+
+	while (!done) {
+		if (atomic_read(&job->abort) || ktime_get_ns() > deadline)
+			return -ETIMEDOUT;
+
+		kernel_fpu_begin();
+		done = vtpu_exec_step(&exec, VTPU_SLICE_INSNS);
+		kernel_fpu_end();
+
+		cond_resched();
+	}
+	if (job->profile)
+		job->profile->insns = exec.insns;
+	return 0;
+}
+
+static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
+{
+	struct drm_vtpu_profile *p = job->profile;
+	u64 start, end;
+	bool cookie;
+	int ret;
+
+	cookie = dma_fence_begin_signalling();
+
+	if (p) {
+		memset(p, 0, sizeof(*p));
+		p->queued = job->queued;
+		p->core = core->index;
+		p->flops = job->info.flops;
+		p->dma_bytes = job->info.dma_bytes;
+	}
+
+	start = ktime_get_ns();
+	ret = vtpu_core_exec(core, job,
+			     start + (u64)vtpu_params.job_timeout_ms * NSEC_PER_MSEC);
+	end = ktime_get_ns();
+
+	atomic64_inc(&core->jobs);
+	atomic64_add(end - start, &core->busy_ns);
+	if (ret == -ETIMEDOUT)
+		atomic64_inc(&core->timeouts);
+
+	if (p) {
+		p->start = start;
+		p->end = end;
+		p->status = ret;
+	}
+
+	if (ret)
+		dma_fence_set_error(job->hw_fence, ret);
+	dma_fence_signal(job->hw_fence);
+
+	dma_fence_end_signalling(cookie);
+}
+
+static void vtpu_core_work(struct work_struct *work)
+{
+	struct vtpu_core *core = container_of(work, struct vtpu_core, work);
+	struct vtpu_job *job;
+
+	for (;;) {
+		spin_lock(&core->lock);
+		job = list_first_entry_or_null(&core->queue, struct vtpu_job,
+					       node);
+		if (job)
+			list_del_init(&job->node);
+		spin_unlock(&core->lock);
+		if (!job)
+			break;
+		vtpu_core_run(core, job);
+	}
+}
+
+/**
+ * vtpu_core_queue_job() - hand a job to a core (from run_job)
+ * @core: the core whose scheduler runs the job
+ * @job: the job; its hardware fence was allocated at submit
+ *
+ * Return: a reference to the job's hardware fence, for the scheduler.
+ */
+struct dma_fence *vtpu_core_queue_job(struct vtpu_core *core,
+				      struct vtpu_job *job)
+{
+	spin_lock(&core->lock);
+	dma_fence_init(job->hw_fence, &vtpu_fence_ops, &core->fence_lock,
+		       core->fence_context, ++core->seqno);
+	job->hw_fence_init = true;
+	list_add_tail(&job->node, &core->queue);
+	spin_unlock(&core->lock);
+
+	queue_work(core->vdev->core_wq, &core->work);
+	return dma_fence_get(job->hw_fence);
+}
+
+static void vtpu_cores_fini(struct drm_device *drm, void *unused)
+{
+	struct vtpu_device *vdev = to_vtpu_device(drm);
+	unsigned int i;
+
+	for (i = 0; i < vdev->num_cores; i++) {
+		drm_sched_fini(&vdev->cores[i].sched);
+		cancel_work_sync(&vdev->cores[i].work);
+		kvfree(vdev->cores[i].vmem);
+	}
+	destroy_workqueue(vdev->core_wq);
+}
+
+static int vtpu_core_init(struct vtpu_device *vdev, struct vtpu_core *core,
+			  unsigned int index)
+{
+	struct drm_sched_init_args args = {
+		.ops = &vtpu_sched_ops,
+		.num_rqs = DRM_SCHED_PRIORITY_COUNT,
+		.credit_limit = 1,
+		/*
+		 * The core's own watchdog aborts a job at the timeout; the
+		 * scheduler's handler is the backstop, should the core not
+		 * have stopped by twice that.
+		 */
+		.timeout = msecs_to_jiffies(2 * vtpu_params.job_timeout_ms),
+		.name = core->name,
+		.dev = vdev->drm.dev,
+	};
+	int ret;
+
+	core->vdev = vdev;
+	core->index = index;
+	snprintf(core->name, sizeof(core->name), "vtpu%u-core%u",
+		 vdev->index, index);
+	spin_lock_init(&core->lock);
+	spin_lock_init(&core->fence_lock);
+	INIT_LIST_HEAD(&core->queue);
+	INIT_WORK(&core->work, vtpu_core_work);
+	core->fence_context = dma_fence_context_alloc(1);
+
+	core->vmem = kvzalloc(vdev->vmem_size, GFP_KERNEL);
+	if (!core->vmem)
+		return -ENOMEM;
+
+	ret = drm_sched_init(&core->sched, &args);
+	if (ret) {
+		kvfree(core->vmem);
+		return ret;
+	}
+	vdev->scheds[index] = &core->sched;
+	return 0;
+}
+
+/**
+ * vtpu_cores_init() - create the device's cores and their schedulers
+ * @vdev: device
+ *
+ * Torn down by a DRM-managed action, once no job can be left: every job
+ * holds references on its buffers, and they on the device.
+ *
+ * Return: 0 or -errno.
+ */
+int vtpu_cores_init(struct vtpu_device *vdev)
+{
+	unsigned int i;
+	int ret;
+
+	vdev->cores = drmm_kcalloc(&vdev->drm, vdev->num_cores,
+				   sizeof(*vdev->cores), GFP_KERNEL);
+	vdev->scheds = drmm_kcalloc(&vdev->drm, vdev->num_cores,
+				    sizeof(*vdev->scheds), GFP_KERNEL);
+	if (!vdev->cores || !vdev->scheds)
+		return -ENOMEM;
+
+	/* Part of the fence signalling path: it must make progress. */
+	vdev->core_wq = alloc_workqueue("vtpu%u-cores",
+					WQ_UNBOUND | WQ_MEM_RECLAIM,
+					vdev->num_cores, vdev->index);
+	if (!vdev->core_wq)
+		return -ENOMEM;
+
+	for (i = 0; i < vdev->num_cores; i++) {
+		ret = vtpu_core_init(vdev, &vdev->cores[i], i);
+		if (ret)
+			goto err_fini;
+	}
+	return drmm_add_action_or_reset(&vdev->drm, vtpu_cores_fini, NULL);
+
+err_fini:
+	while (i--) {
+		drm_sched_fini(&vdev->cores[i].sched);
+		kvfree(vdev->cores[i].vmem);
+	}
+	destroy_workqueue(vdev->core_wq);
+	return ret;
+}
+
+static int vtpu_cores_show(struct seq_file *m, void *unused)
+{
+	struct vtpu_device *vdev = m->private;
+	unsigned int i;
+
+	seq_printf(m, "jobs alive: %d\n", atomic_read(&vdev->jobs_alive));
+	for (i = 0; i < vdev->num_cores; i++) {
+		struct vtpu_core *core = &vdev->cores[i];
+
+		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld\n",
+			   i, atomic64_read(&core->jobs),
+			   atomic64_read(&core->timeouts),
+			   atomic64_read(&core->busy_ns));
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vtpu_cores);
+
+/**
+ * vtpu_cores_debugfs_init() - debugfs "cores": per-core counters
+ * @vdev: a registered device
+ */
+void vtpu_cores_debugfs_init(struct vtpu_device *vdev)
+{
+	debugfs_create_file("cores", 0444, vdev->drm.debugfs_root, vdev,
+			    &vtpu_cores_fops);
+}

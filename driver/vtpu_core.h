@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Copyright (C) 2026 The vtpu authors */
+
+#ifndef __VTPU_CORE_H__
+#define __VTPU_CORE_H__
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+#include <drm/gpu_scheduler.h>
+
+struct vtpu_device;
+struct vtpu_job;
+
+/**
+ * struct vtpu_core - one emulated TPU core
+ * @vdev: owning device
+ * @index: core number within the device
+ * @name: scheduler name, "vtpuD-coreC"
+ * @sched: the core's scheduler; it hands the core one job at a time
+ * @vmem: the core's vector memory, cleared before every job
+ * @fence_context: dma-fence context of the core's hardware fences
+ * @seqno: last hardware fence sequence number
+ * @lock: protects @queue and @seqno
+ * @fence_lock: the hardware fences' lock
+ * @queue: jobs handed over by run_job, not yet executing
+ * @work: executes @queue; runs on the device's workqueue
+ * @jobs: jobs completed (any status)
+ * @timeouts: jobs aborted at the job timeout
+ * @busy_ns: time spent executing jobs
+ */
+struct vtpu_core {
+	struct vtpu_device *vdev;
+	unsigned int index;
+	char name[32];
+	struct drm_gpu_scheduler sched;
+	u8 *vmem;
+	u64 fence_context;
+	u64 seqno;
+	spinlock_t lock; /* Protects queue and seqno */
+	spinlock_t fence_lock;
+	struct list_head queue;
+	struct work_struct work;
+	atomic64_t jobs;
+	atomic64_t timeouts;
+	atomic64_t busy_ns;
+};
+
+int vtpu_cores_init(struct vtpu_device *vdev);
+struct dma_fence *vtpu_core_queue_job(struct vtpu_core *core,
+				      struct vtpu_job *job);
+void vtpu_cores_debugfs_init(struct vtpu_device *vdev);
+
+#endif /* __VTPU_CORE_H__ */

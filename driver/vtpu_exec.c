@@ -1,0 +1,1256 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * The emulated TPU core: an interpreter for validated programs, and the
+ * executable specification of the ISA in uapi/drm/vtpu_isa.h.
+ *
+ * vtpu.ko builds this file, and only this one, with kernel FPU support
+ * (SSE2, no FMA) and runs it between kernel_fpu_begin() and
+ * kernel_fpu_end(); userspace builds the same file with
+ * -ffp-contract=off. Every float operation is an IEEE operation in an
+ * order fixed by this code, and the transcendentals are our own, so a
+ * program gives bit-identical results in the kernel and in userspace.
+ * Nothing with a float in its signature is visible outside this file.
+ *
+ * The validator (vtpu_prog.c) has checked every operand: tiles lie inside
+ * VMEM, DMA extents inside their bindings, shapes agree, a destination is
+ * either disjoint from a source or exactly it. Nothing is checked again
+ * here. VMEM must be 4-byte aligned (the kernel's is vmalloc'ed).
+ *
+ * What the ISA leaves to the executor, decided here:
+ * - MATMUL adds the products in k order into an f32 accumulator that
+ *   starts at d (VTPU_F_ACC) or at +0: ((init + a0 b0) + a1 b1) + ...
+ *   REDUCE folds along its axis in index order, starting from d (ACC) or
+ *   from the first element.
+ * - MAX and MIN propagate NaN and order -0 below +0 (IEEE 754-2019
+ *   maximum and minimum); RELU is MAX(x, +0).
+ * - EXP, LOG, TANH, SIGMOID, GELU, RSQRT and POW are evaluated in double
+ *   precision and rounded once to f32: within 1 ulp of the exact result
+ *   (the unit tests measure it against libm). GELU is the exact one,
+ *   x * Phi(x), not the tanh approximation. SQRT, RECIP and DIV are the
+ *   correctly rounded IEEE operations.
+ * - Invalid operations (log of a negative number, ...) give the quiet NaN
+ *   0x7fc00000 or whatever the SSE instruction gives; a NaN operand's
+ *   payload is kept where the operation passes it through.
+ */
+#include "vtpu_exec.h"
+
+/* Four f32 lanes, one SSE register; GCC vector extensions, no intrinsics. */
+#define VTPU_V4F float __attribute__((vector_size(16)))
+
+#define VTPU_F32_INF	0x7f800000u
+#define VTPU_F32_QNAN	0x7fc00000u
+
+static inline u32 vtpu_fbits(float f)
+{
+	u32 u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline float vtpu_bitsf(u32 u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static inline u64 vtpu_dbits(double d)
+{
+	u64 u;
+
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+static inline double vtpu_bitsd(u64 u)
+{
+	double d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+/* f32 bits to bf16: round to nearest even; a NaN stays a (quiet) NaN. */
+static inline u16 vtpu_bf16_round(u32 x)
+{
+	if ((x & 0x7fffffff) > VTPU_F32_INF)
+		return (x >> 16) | 0x0040;
+	return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+}
+
+static inline float vtpu_bf16_to_f32(u16 h)
+{
+	return vtpu_bitsf((u32)h << 16);
+}
+
+static inline u32 vtpu_esize(u8 dtype)
+{
+	return dtype == VTPU_DT_BF16 ? 2 : 4;
+}
+
+/* Row @r of tile @t in VMEM. */
+static inline u8 *vtpu_row(const struct vtpu_exec *e, const struct vtpu_tile *t,
+			   u32 r)
+{
+	return e->vmem + t->addr + (size_t)r * t->stride * vtpu_esize(t->dtype);
+}
+
+static inline float *vtpu_frow(const struct vtpu_exec *e,
+			       const struct vtpu_tile *t, u32 r)
+{
+	return (float *)vtpu_row(e, t, r);
+}
+
+/* Element @j of a row of f32 or bf16, as f32. */
+static inline float vtpu_load_float(const u8 *row, u8 dtype, u32 j)
+{
+	u16 h;
+	float f;
+
+	if (dtype == VTPU_DT_BF16) {
+		memcpy(&h, row + 2 * j, sizeof(h));
+		return vtpu_bf16_to_f32(h);
+	}
+	memcpy(&f, row + 4 * j, sizeof(f));
+	return f;
+}
+
+static inline void vtpu_store_float(u8 *row, u8 dtype, u32 j, float f)
+{
+	u16 h;
+
+	if (dtype == VTPU_DT_BF16) {
+		h = vtpu_bf16_round(vtpu_fbits(f));
+		memcpy(row + 2 * j, &h, sizeof(h));
+	} else {
+		memcpy(row + 4 * j, &f, sizeof(f));
+	}
+}
+
+/* f32 -> s32: toward zero, saturating, NaN -> 0 (a bare cast is UB). */
+static inline s32 vtpu_f32_to_s32(float f)
+{
+	if (f != f)
+		return 0;
+	if (f >= 2147483648.0f)
+		return 0x7fffffff;
+	if (f <= -2147483648.0f)
+		return -0x7fffffff - 1;
+	return (s32)f;
+}
+
+/* double -> f32 with overflow to infinity spelled out. */
+static inline float vtpu_narrow(double v)
+{
+	if (v >= 3.4028235677973366e38)
+		return vtpu_bitsf(VTPU_F32_INF);
+	if (v <= -3.4028235677973366e38)
+		return -vtpu_bitsf(VTPU_F32_INF);
+	return (float)v;
+}
+
+/* Sign-magnitude helpers that are exact for every input, NaN included. */
+static inline float vtpu_absf(float x)
+{
+	return vtpu_bitsf(vtpu_fbits(x) & 0x7fffffff);
+}
+
+static inline float vtpu_negf(float x)
+{
+	return vtpu_bitsf(vtpu_fbits(x) ^ 0x80000000);
+}
+
+static inline bool vtpu_signbit(float x)
+{
+	return vtpu_fbits(x) >> 31;
+}
+
+/* IEEE 754-2019 maximum: NaN wins, -0 < +0. */
+static inline float vtpu_maxf(float x, float y)
+{
+	if (x != x || y != y)
+		return x + y;
+	if (x == y)
+		return vtpu_bitsf(vtpu_fbits(x) & vtpu_fbits(y));
+	return x > y ? x : y;
+}
+
+static inline float vtpu_minf(float x, float y)
+{
+	if (x != x || y != y)
+		return x + y;
+	if (x == y)
+		return vtpu_bitsf(vtpu_fbits(x) | vtpu_fbits(y));
+	return x < y ? x : y;
+}
+
+/*
+ * Transcendentals, in double precision. The argument reduction constants
+ * split ln 2 so that n * VTPU_LN2_HI is exact for |n| < 2^20.
+ */
+#define VTPU_LN2_HI	0.6931471803691238
+#define VTPU_LN2_LO	0.00000000019082149292705877
+#define VTPU_LOG2E	1.4426950408889634
+#define VTPU_SQRT2	1.4142135623730951
+#define VTPU_SQRT1_2	0.7071067811865476
+
+/*
+ * e^x for |x| <= 700: x = n ln2 + r with |r| <= ln2 / 2, and e^r from its
+ * Taylor polynomial of degree 13 (truncation error < 1e-17).
+ */
+static double vtpu_exp(double x)
+{
+	static const double inv_fact[] = {
+		1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+		1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0,
+		1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0,
+	};
+	double t = x * VTPU_LOG2E, r, p;
+	int n = (int)(t < 0 ? t - 0.5 : t + 0.5);
+	u32 i;
+
+	r = (x - n * VTPU_LN2_HI) - n * VTPU_LN2_LO;
+	p = inv_fact[0];
+	for (i = 1; i < ARRAY_SIZE(inv_fact); i++)
+		p = p * r + inv_fact[i];
+	return p * vtpu_bitsd((u64)(n + 1023) << 52);
+}
+
+/*
+ * ln x for finite x > 0 (a normal double): x = 2^e m, m in (1/sqrt2,
+ * sqrt2], f = m - 1, s = f / (2 + f) and ln m = 2 atanh s =
+ * f - s (f - R(s^2)), R the tail of the atanh series.
+ */
+static double vtpu_log(double x)
+{
+	static const double c[] = {
+		2.0 / 21, 2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
+		2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3,
+	};
+	u64 u = vtpu_dbits(x);
+	int e = (int)(u >> 52) - 1023;
+	double m, f, s, z, r;
+	u32 i;
+
+	m = vtpu_bitsd((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+	if (m > VTPU_SQRT2) {
+		m *= 0.5;
+		e++;
+	}
+	f = m - 1;
+	s = f / (2 + f);
+	z = s * s;
+	r = c[0];
+	for (i = 1; i < ARRAY_SIZE(c); i++)
+		r = r * z + c[i];
+	r *= z;
+	return e * VTPU_LN2_HI + (e * VTPU_LN2_LO + (f - s * (f - r)));
+}
+
+/* Clenshaw's recurrence for sum c[i] T_i(x), |x| <= 1. */
+static double vtpu_chebyshev(const double *c, u32 n, double x)
+{
+	double b1 = 0, b2 = 0, t;
+	u32 i;
+
+	for (i = n - 1; i > 0; i--) {
+		t = 2 * x * b1 - b2 + c[i];
+		b2 = b1;
+		b1 = t;
+	}
+	return x * b1 - b2 + c[0];
+}
+
+/*
+ * erfcx(t) = e^(t^2) erfc(t) for t >= 0, from two Chebyshev expansions
+ * fitted for this file (relative error < 2e-14): erfcx itself on [0, 2],
+ * and t erfcx(t) as a function of 2/t beyond.
+ */
+static double vtpu_erfcx(double t)
+{
+	static const double near[] = {
+		0.5213608704996062, -0.3447707454725235,
+		0.0997597792682009, -0.026063665256478696,
+		0.0062684634943188985, -0.0014061223858868655,
+		0.0002969855724656023, -0.00005948555390072885,
+		0.000011362960761052144, -0.0000020794078630204103,
+		0.0000003659082120188728, -0.00000006210726100075448,
+		0.00000001019531631341053, -0.0000000016223227983225285,
+		0.0000000002507344554203428, -0.000000000037702824196017557,
+		0.000000000005524830593017782, -0.0000000000007901929111042705,
+		0.00000000000011060319327071966, -0.000000000000014703516182379417,
+	};
+	static const double far[] = {
+		0.5427416308736758, -0.027456541627010323,
+		-0.005256099448394009, 0.000773939632501158,
+		0.000002609208681383485, -0.0000166011924116004,
+		0.0000024179794697832297, 0.00000007310761660962509,
+		-0.00000009093948854189155, 0.000000015307872940000477,
+		0.00000000026706434140179094, -0.0000000006890189646905529,
+		0.00000000014963092753143762, -0.000000000004725699363991441,
+		-0.000000000006096290139367966, 0.0000000000018584081641991264,
+		-0.00000000000018439635783208455, -0.000000000000050975305847756365,
+		0.00000000000002556653719141734,
+	};
+
+	if (t <= 2)
+		return vtpu_chebyshev(near, ARRAY_SIZE(near), t - 1);
+	return vtpu_chebyshev(far, ARRAY_SIZE(far), 4 / t - 1) / t;
+}
+
+static float vtpu_expf(float x)
+{
+	if (x != x)
+		return x + x;
+	if (x > 89)
+		return vtpu_bitsf(VTPU_F32_INF);
+	if (x < -104)
+		return 0;
+	return vtpu_narrow(vtpu_exp(x));
+}
+
+static float vtpu_logf(float x)
+{
+	if (x != x)
+		return x + x;
+	if (x < 0)
+		return vtpu_bitsf(VTPU_F32_QNAN);
+	if (x == 0)
+		return -vtpu_bitsf(VTPU_F32_INF);
+	if (vtpu_fbits(x) == VTPU_F32_INF)
+		return x;
+	return (float)vtpu_log(x);
+}
+
+static float vtpu_rsqrtf(float x)
+{
+	return (float)(1 / __builtin_sqrt((double)x));
+}
+
+/* tanh |x| = 1 - 2 / (e^2|x| + 1), odd; its Taylor series near 0. */
+static float vtpu_tanhf(float x)
+{
+	double a = vtpu_absf(x), r;
+
+	if (x != x)
+		return x + x;
+	if (a < 0.000244140625)
+		r = a - a * a * a / 3;
+	else if (a > 10)
+		r = 1;
+	else
+		r = 1 - 2 / (vtpu_exp(2 * a) + 1);
+	return vtpu_signbit(x) ? (float)-r : (float)r;
+}
+
+static float vtpu_sigmoidf(float x)
+{
+	double t = x;
+
+	if (x != x)
+		return x + x;
+	if (t > 200)
+		t = 200;
+	if (t < -200)
+		t = -200;
+	return (float)(1 / (1 + vtpu_exp(-t)));
+}
+
+/*
+ * gelu(x) = x Phi(x) with Phi(x) = 1 - Q(x) and Q(t) = erfc(t / sqrt2) / 2
+ * computed as e^(-t^2 / 2) erfcx(t / sqrt2) / 2, accurate in relative
+ * terms deep into the negative tail, where the result underflows only
+ * below x = -14.
+ */
+static float vtpu_geluf(float x)
+{
+	double t, q;
+
+	if (x != x)
+		return x + x;
+	if (x > 10)
+		return x;
+	if (x < -15)
+		return -0.0f;
+	t = (double)vtpu_absf(x) * VTPU_SQRT1_2;
+	q = 0.5 * vtpu_exp(-t * t) * vtpu_erfcx(t);
+	return (float)(x * (x < 0 ? q : 1 - q));
+}
+
+/* C99 powf() special cases; otherwise e^(y ln|x|) with the sign of x^y. */
+static float vtpu_powf(float x, float y)
+{
+	float ax = vtpu_absf(x), ay = vtpu_absf(y), r;
+	bool yint, yodd = false;
+	s32 i;
+
+	if (y == 0 || x == 1)
+		return 1;
+	if (x != x || y != y)
+		return x + y;
+	if (vtpu_fbits(ay) == VTPU_F32_INF) {
+		if (ax == 1)
+			return 1;
+		return (ax < 1) == (y < 0) ? vtpu_bitsf(VTPU_F32_INF) : 0;
+	}
+	if (ay >= 16777216.0f) {
+		yint = true;	/* and even */
+	} else {
+		i = (s32)y;
+		yint = (float)i == y;
+		yodd = yint && (i & 1);
+	}
+	if (x < 0 && vtpu_fbits(ax) != VTPU_F32_INF && !yint)
+		return vtpu_bitsf(VTPU_F32_QNAN);
+
+	if (ax == 0) {
+		r = y < 0 ? vtpu_bitsf(VTPU_F32_INF) : 0;
+	} else if (vtpu_fbits(ax) == VTPU_F32_INF) {
+		r = y < 0 ? 0 : vtpu_bitsf(VTPU_F32_INF);
+	} else {
+		double l = y * vtpu_log(ax);
+
+		if (l > 200)
+			l = 200;
+		if (l < -200)
+			l = -200;
+		r = vtpu_narrow(vtpu_exp(l));
+	}
+	return vtpu_signbit(x) && yodd ? vtpu_negf(r) : r;
+}
+
+/*
+ * Elementwise rows. Each *_fn() is inlined into a loop specialised for
+ * one function, and each dispatcher switches once per row, not per
+ * element; the cases come from the ISA's function lists.
+ */
+static __always_inline float vtpu_unary_fn(u8 sub, float x)
+{
+	switch (sub) {
+	case VTPU_UNARY_NEG:
+		return vtpu_negf(x);
+	case VTPU_UNARY_ABS:
+		return vtpu_absf(x);
+	case VTPU_UNARY_EXP:
+		return vtpu_expf(x);
+	case VTPU_UNARY_LOG:
+		return vtpu_logf(x);
+	case VTPU_UNARY_SQRT:
+		return __builtin_sqrtf(x);
+	case VTPU_UNARY_RSQRT:
+		return vtpu_rsqrtf(x);
+	case VTPU_UNARY_RECIP:
+		return 1 / x;
+	case VTPU_UNARY_TANH:
+		return vtpu_tanhf(x);
+	case VTPU_UNARY_SIGMOID:
+		return vtpu_sigmoidf(x);
+	case VTPU_UNARY_RELU:
+		return vtpu_maxf(x, 0);
+	case VTPU_UNARY_GELU:
+		return vtpu_geluf(x);
+	}
+	return x;	/* VTPU_UNARY_COPY */
+}
+
+static __always_inline void vtpu_unary_loop(u8 sub, float *d, const float *a,
+					    u32 n)
+{
+	u32 j;
+
+	for (j = 0; j < n; j++)
+		d[j] = vtpu_unary_fn(sub, a[j]);
+}
+
+static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
+{
+	switch (sub) {
+	case VTPU_UNARY_NEG:
+		vtpu_unary_loop(VTPU_UNARY_NEG, d, a, n);
+		break;
+	case VTPU_UNARY_ABS:
+		vtpu_unary_loop(VTPU_UNARY_ABS, d, a, n);
+		break;
+	case VTPU_UNARY_EXP:
+		vtpu_unary_loop(VTPU_UNARY_EXP, d, a, n);
+		break;
+	case VTPU_UNARY_LOG:
+		vtpu_unary_loop(VTPU_UNARY_LOG, d, a, n);
+		break;
+	case VTPU_UNARY_SQRT:
+		vtpu_unary_loop(VTPU_UNARY_SQRT, d, a, n);
+		break;
+	case VTPU_UNARY_RSQRT:
+		vtpu_unary_loop(VTPU_UNARY_RSQRT, d, a, n);
+		break;
+	case VTPU_UNARY_RECIP:
+		vtpu_unary_loop(VTPU_UNARY_RECIP, d, a, n);
+		break;
+	case VTPU_UNARY_TANH:
+		vtpu_unary_loop(VTPU_UNARY_TANH, d, a, n);
+		break;
+	case VTPU_UNARY_SIGMOID:
+		vtpu_unary_loop(VTPU_UNARY_SIGMOID, d, a, n);
+		break;
+	case VTPU_UNARY_RELU:
+		vtpu_unary_loop(VTPU_UNARY_RELU, d, a, n);
+		break;
+	case VTPU_UNARY_GELU:
+		vtpu_unary_loop(VTPU_UNARY_GELU, d, a, n);
+		break;
+	case VTPU_UNARY_COPY:
+		vtpu_unary_loop(VTPU_UNARY_COPY, d, a, n);
+		break;
+	}
+}
+
+static __always_inline float vtpu_binary_fn(u8 sub, float x, float y)
+{
+	switch (sub) {
+	case VTPU_BINARY_ADD:
+		return x + y;
+	case VTPU_BINARY_SUB:
+		return x - y;
+	case VTPU_BINARY_MUL:
+		return x * y;
+	case VTPU_BINARY_DIV:
+		return x / y;
+	case VTPU_BINARY_MAX:
+		return vtpu_maxf(x, y);
+	case VTPU_BINARY_MIN:
+		return vtpu_minf(x, y);
+	}
+	return vtpu_powf(x, y);	/* VTPU_BINARY_POW */
+}
+
+static __always_inline bool vtpu_cmp_fn(u8 sub, float x, float y)
+{
+	switch (sub) {
+	case VTPU_CMP_EQ:
+		return x == y;
+	case VTPU_CMP_NE:
+		return x != y;
+	case VTPU_CMP_LT:
+		return x < y;
+	case VTPU_CMP_LE:
+		return x <= y;
+	case VTPU_CMP_GT:
+		return x > y;
+	}
+	return x >= y;	/* VTPU_CMP_GE */
+}
+
+/*
+ * Operand b advances by @bs elements per column: 1, or 0 when one value
+ * serves the whole row. Both are specialised.
+ */
+static __always_inline void vtpu_binary_loop(u8 sub, float *d, const float *a,
+					     const float *b, u32 bs, u32 n)
+{
+	u32 j;
+
+	if (bs) {
+		for (j = 0; j < n; j++)
+			d[j] = vtpu_binary_fn(sub, a[j], b[j]);
+	} else {
+		for (j = 0; j < n; j++)
+			d[j] = vtpu_binary_fn(sub, a[j], b[0]);
+	}
+}
+
+static void vtpu_binary_row(u8 sub, float *d, const float *a, const float *b,
+			    u32 bs, u32 n)
+{
+	switch (sub) {
+	case VTPU_BINARY_ADD:
+		vtpu_binary_loop(VTPU_BINARY_ADD, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_SUB:
+		vtpu_binary_loop(VTPU_BINARY_SUB, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_MUL:
+		vtpu_binary_loop(VTPU_BINARY_MUL, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_DIV:
+		vtpu_binary_loop(VTPU_BINARY_DIV, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_MAX:
+		vtpu_binary_loop(VTPU_BINARY_MAX, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_MIN:
+		vtpu_binary_loop(VTPU_BINARY_MIN, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_POW:
+		vtpu_binary_loop(VTPU_BINARY_POW, d, a, b, bs, n);
+		break;
+	}
+}
+
+static __always_inline void vtpu_cmp_loop(u8 sub, float *d, const float *a,
+					  const float *b, u32 bs, u32 n)
+{
+	u32 j;
+
+	if (bs) {
+		for (j = 0; j < n; j++)
+			d[j] = vtpu_cmp_fn(sub, a[j], b[j]) ? 1.0f : 0.0f;
+	} else {
+		for (j = 0; j < n; j++)
+			d[j] = vtpu_cmp_fn(sub, a[j], b[0]) ? 1.0f : 0.0f;
+	}
+}
+
+static void vtpu_cmp_row(u8 sub, float *d, const float *a, const float *b,
+			 u32 bs, u32 n)
+{
+	switch (sub) {
+	case VTPU_CMP_EQ:
+		vtpu_cmp_loop(VTPU_CMP_EQ, d, a, b, bs, n);
+		break;
+	case VTPU_CMP_NE:
+		vtpu_cmp_loop(VTPU_CMP_NE, d, a, b, bs, n);
+		break;
+	case VTPU_CMP_LT:
+		vtpu_cmp_loop(VTPU_CMP_LT, d, a, b, bs, n);
+		break;
+	case VTPU_CMP_LE:
+		vtpu_cmp_loop(VTPU_CMP_LE, d, a, b, bs, n);
+		break;
+	case VTPU_CMP_GT:
+		vtpu_cmp_loop(VTPU_CMP_GT, d, a, b, bs, n);
+		break;
+	case VTPU_CMP_GE:
+		vtpu_cmp_loop(VTPU_CMP_GE, d, a, b, bs, n);
+		break;
+	}
+}
+
+/* Copies, not arithmetic: the selected value's bits are kept. */
+static void vtpu_select_row(float *d, const float *a, const float *b, u32 bs,
+			    u32 n)
+{
+	u32 j;
+
+	for (j = 0; j < n; j++)
+		d[j] = d[j] != 0 ? a[j] : b[j * bs];
+}
+
+/* Row @r of operand b of a BINARY, CMP or SELECT, and its step @bs. */
+static const float *vtpu_bcast_row(const struct vtpu_exec *e,
+				   const struct vtpu_insn *in, u32 r,
+				   const float *imm, u32 *bs)
+{
+	const struct vtpu_tile *b = &in->t.b;
+
+	switch (in->flags & VTPU_F_BCAST_MASK) {
+	case VTPU_F_BCAST_SCALAR:
+		*bs = 0;
+		return vtpu_frow(e, b, 0);
+	case VTPU_F_BCAST_ROW:
+		*bs = 1;
+		return vtpu_frow(e, b, 0);
+	case VTPU_F_BCAST_COL:
+		*bs = 0;
+		return vtpu_frow(e, b, r);
+	case VTPU_F_BCAST_IMM:
+		*bs = 0;
+		return imm;
+	}
+	*bs = 1;
+	return vtpu_frow(e, b, r);
+}
+
+/* UNARY, BINARY, CMP and SELECT: row by row, d[i][j] from a[i][j], b. */
+static void vtpu_exec_vpu(const struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	float imm = vtpu_bitsf(in->imm);
+	const float *b;
+	u32 r, bs;
+
+	for (r = 0; r < d->rows; r++) {
+		float *dr = vtpu_frow(e, d, r);
+		const float *ar = vtpu_frow(e, a, r);
+
+		if (in->op == VTPU_OP_UNARY) {
+			vtpu_unary_row(in->sub, dr, ar, d->cols);
+			continue;
+		}
+		b = vtpu_bcast_row(e, in, r, &imm, &bs);
+		if (in->op == VTPU_OP_BINARY)
+			vtpu_binary_row(in->sub, dr, ar, b, bs, d->cols);
+		else if (in->op == VTPU_OP_CMP)
+			vtpu_cmp_row(in->sub, dr, ar, b, bs, d->cols);
+		else
+			vtpu_select_row(dr, ar, b, bs, d->cols);
+	}
+}
+
+static __always_inline float vtpu_reduce_fn(u8 sub, float acc, float x)
+{
+	switch (sub) {
+	case VTPU_REDUCE_SUM:
+		return acc + x;
+	case VTPU_REDUCE_MAX:
+		return vtpu_maxf(acc, x);
+	}
+	return vtpu_minf(acc, x);	/* VTPU_REDUCE_MIN */
+}
+
+/*
+ * AXIS_COLS folds each row into d[i][0]; AXIS_ROWS folds the rows one by
+ * one into d's single row, so both run along memory.
+ */
+static __always_inline void vtpu_reduce_loop(u8 sub,
+					     const struct vtpu_exec *e,
+					     const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	bool acc = in->flags & VTPU_F_ACC;
+	float *dr = vtpu_frow(e, d, 0), *dc, s;
+	const float *ar;
+	u32 r, j;
+
+	if (in->flags & VTPU_F_AXIS_COLS) {
+		for (r = 0; r < a->rows; r++) {
+			ar = vtpu_frow(e, a, r);
+			dc = vtpu_frow(e, d, r);
+			s = acc ? dc[0] : ar[0];
+			for (j = !acc; j < a->cols; j++)
+				s = vtpu_reduce_fn(sub, s, ar[j]);
+			dc[0] = s;
+		}
+		return;
+	}
+	if (!acc)
+		memcpy(dr, vtpu_frow(e, a, 0), (size_t)a->cols * sizeof(*dr));
+	for (r = !acc; r < a->rows; r++) {
+		ar = vtpu_frow(e, a, r);
+		for (j = 0; j < a->cols; j++)
+			dr[j] = vtpu_reduce_fn(sub, dr[j], ar[j]);
+	}
+}
+
+static void vtpu_exec_reduce(const struct vtpu_exec *e,
+			     const struct vtpu_insn *in)
+{
+	switch (in->sub) {
+	case VTPU_REDUCE_SUM:
+		vtpu_reduce_loop(VTPU_REDUCE_SUM, e, in);
+		break;
+	case VTPU_REDUCE_MAX:
+		vtpu_reduce_loop(VTPU_REDUCE_MAX, e, in);
+		break;
+	case VTPU_REDUCE_MIN:
+		vtpu_reduce_loop(VTPU_REDUCE_MIN, e, in);
+		break;
+	}
+}
+
+/* FILL and IOTA: any dtype; elements are stored bytewise (no aliasing). */
+static void vtpu_exec_fill(const struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d;
+	bool iota = in->op == VTPU_OP_IOTA;
+	bool rows = in->flags & VTPU_F_AXIS_ROWS;
+	u32 esize = vtpu_esize(d->dtype), r, j, w;
+	u16 h = vtpu_bf16_round(in->imm);
+	s64 v;
+	u8 *dr;
+
+	for (r = 0; r < d->rows; r++) {
+		dr = vtpu_row(e, d, r);
+		for (j = 0; j < d->cols; j++) {
+			if (!iota && esize == 2) {
+				memcpy(dr + 2 * j, &h, sizeof(h));
+				continue;
+			}
+			if (!iota) {
+				memcpy(dr + 4 * j, &in->imm, sizeof(in->imm));
+				continue;
+			}
+			v = (s64)(s32)in->imm + (rows ? r : j);
+			if (d->dtype == VTPU_DT_S32) {
+				w = (u32)v;
+				memcpy(dr + 4 * j, &w, sizeof(w));
+			} else {
+				vtpu_store_float(dr, d->dtype, j, (float)v);
+			}
+		}
+	}
+}
+
+/*
+ * CONVERT. Every element is read before it is written, so a destination
+ * that is exactly its source (same element size) converts in place.
+ */
+static void vtpu_convert_row(u8 *d, u8 ddt, const u8 *a, u8 adt, u32 n)
+{
+	s32 v;
+	float f;
+	u32 j;
+
+	if (ddt == adt) {
+		memmove(d, a, (size_t)n * vtpu_esize(ddt));
+		return;
+	}
+	for (j = 0; j < n; j++) {
+		if (adt == VTPU_DT_S32) {
+			memcpy(&v, a + 4 * j, sizeof(v));
+			f = (float)v;
+		} else {
+			f = vtpu_load_float(a, adt, j);
+		}
+		if (ddt == VTPU_DT_S32) {
+			v = vtpu_f32_to_s32(f);
+			memcpy(d + 4 * j, &v, sizeof(v));
+		} else {
+			vtpu_store_float(d, ddt, j, f);
+		}
+	}
+}
+
+static void vtpu_exec_convert(const struct vtpu_exec *e,
+			      const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	u32 r;
+
+	for (r = 0; r < d->rows; r++)
+		vtpu_convert_row(vtpu_row(e, d, r), d->dtype, vtpu_row(e, a, r),
+				 a->dtype, d->cols);
+}
+
+/* TRANSPOSE in 16x16 blocks, so both sides stay in cache. */
+#define VTPU_TR_BLOCK	16
+
+static __always_inline void vtpu_transpose_block(const struct vtpu_exec *e,
+						 const struct vtpu_insn *in,
+						 u32 esize, u32 i0, u32 j0)
+{
+	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	u32 i1 = min_t(u32, i0 + VTPU_TR_BLOCK, a->rows);
+	u32 j1 = min_t(u32, j0 + VTPU_TR_BLOCK, a->cols);
+	const u8 *ar;
+	u32 i, j;
+
+	for (i = i0; i < i1; i++) {
+		ar = vtpu_row(e, a, i);
+		for (j = j0; j < j1; j++)
+			memcpy(vtpu_row(e, d, j) + (size_t)i * esize,
+			       ar + (size_t)j * esize, esize);
+	}
+}
+
+static void vtpu_exec_transpose(const struct vtpu_exec *e,
+				const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *a = &in->t.a;
+	u32 i0, j0;
+
+	for (i0 = 0; i0 < a->rows; i0 += VTPU_TR_BLOCK) {
+		for (j0 = 0; j0 < a->cols; j0 += VTPU_TR_BLOCK) {
+			if (vtpu_esize(a->dtype) == 2)
+				vtpu_transpose_block(e, in, 2, i0, j0);
+			else
+				vtpu_transpose_block(e, in, 4, i0, j0);
+		}
+	}
+}
+
+/* One row of DMA: @n elements, converting between f32 and bf16. */
+static void vtpu_dma_row(u8 *dst, u8 ddt, const u8 *src, u8 sdt, u32 n)
+{
+	u32 j;
+
+	if (ddt == sdt) {
+		memcpy(dst, src, (size_t)n * vtpu_esize(ddt));
+		return;
+	}
+	for (j = 0; j < n; j++)
+		vtpu_store_float(dst, ddt, j, vtpu_load_float(src, sdt, j));
+}
+
+static void vtpu_exec_dma(const struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_dma *m = &in->dma;
+	bool load = in->op == VTPU_OP_DMA_LOAD;
+	const u8 *src;
+	u8 *buf, *v;
+	u32 r;
+
+	if (m->binding == VTPU_BINDING_CONSTANTS) {
+		/* Loads only: the validator rejects stores to constants. */
+		for (r = 0; r < m->v.rows; r++) {
+			src = e->prog->consts + m->offset + (u64)r * m->stride;
+			vtpu_dma_row(vtpu_row(e, &m->v, r), m->v.dtype, src,
+				     m->dtype, m->v.cols);
+		}
+		return;
+	}
+	buf = e->bindings[m->binding].data;
+	for (r = 0; r < m->v.rows; r++) {
+		v = vtpu_row(e, &m->v, r);
+		if (load)
+			vtpu_dma_row(v, m->v.dtype,
+				     buf + m->offset + (u64)r * m->stride,
+				     m->dtype, m->v.cols);
+		else
+			vtpu_dma_row(buf + m->offset + (u64)r * m->stride,
+				     m->dtype, v, m->v.dtype, m->v.cols);
+	}
+}
+
+/*
+ * MATMUL: d (+)= op(a) . op(b).
+ *
+ * A register block of VTPU_MR x VTPU_NR elements of d lives in twelve SSE
+ * registers while k runs; each step broadcasts one element of a per row
+ * and multiplies it with a row of b. b's rows come from a panel packed on
+ * the stack (f32, VTPU_NR wide, zero-padded), which also takes care of
+ * bf16 and transposed b; a is read in place through its strides, which
+ * covers a transposed a. The panel holds VTPU_KC steps of k (1 KiB of
+ * the 16 KiB kernel stack) and is reused for VTPU_MC rows of a, whose
+ * VTPU_MC x VTPU_KC strip stays in L1/L2 while every panel of b passes.
+ *
+ * Blocking changes only where partial sums are kept (registers, or d
+ * between k blocks), never their order: every d[i][j] is the same
+ * sequential sum on every path and on every build.
+ */
+#define VTPU_MR		6
+#define VTPU_NR		8
+#define VTPU_KC		32
+#define VTPU_MC		144
+
+/* An operand: element (i, k) of op(a), or (k, j) of op(b), in bytes. */
+struct vtpu_mm_src {
+	const u8 *base;
+	size_t rs;	/* between rows (i or k) */
+	size_t cs;	/* between columns (k or j) */
+	bool bf16;
+};
+
+struct vtpu_mm {
+	struct vtpu_mm_src a, b;
+	float *d;
+	size_t ds;	/* d's stride, elements */
+	u32 m, n, k;
+	bool acc;
+};
+
+static __always_inline float vtpu_mm_load(const u8 *p, bool bf16)
+{
+	u16 h;
+	float f;
+
+	if (bf16) {
+		memcpy(&h, p, sizeof(h));
+		return vtpu_bf16_to_f32(h);
+	}
+	memcpy(&f, p, sizeof(f));
+	return f;
+}
+
+static __always_inline void vtpu_mm_fma(VTPU_V4F *c0, VTPU_V4F *c1, float s,
+					VTPU_V4F b0, VTPU_V4F b1)
+{
+	VTPU_V4F t = { s, s, s, s };
+
+	*c0 += t * b0;
+	*c1 += t * b1;
+}
+
+static __always_inline void vtpu_mm_get(VTPU_V4F *c0, VTPU_V4F *c1,
+					const float *c)
+{
+	memcpy(c0, c, sizeof(*c0));
+	memcpy(c1, c + 4, sizeof(*c1));
+}
+
+static __always_inline void vtpu_mm_put(float *c, VTPU_V4F c0, VTPU_V4F c1)
+{
+	memcpy(c, &c0, sizeof(c0));
+	memcpy(c + 4, &c1, sizeof(c1));
+}
+
+/*
+ * c[0..rows)[0..8) (+)= a[0..rows)[0..kc) . p[0..kc)[0..8); @rows and @bf16
+ * are constants in every caller, so each instance is straight-line code.
+ */
+static __always_inline void vtpu_mm_block(const u32 rows, const bool bf16,
+					  u32 kc, const u8 *a, size_t ars,
+					  size_t acs, const float *p, float *c,
+					  size_t cs, bool load)
+{
+	VTPU_V4F c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {};
+	VTPU_V4F c30 = {}, c31 = {}, c40 = {}, c41 = {}, c50 = {}, c51 = {};
+	VTPU_V4F b0, b1;
+	u32 k;
+
+	if (load) {
+		vtpu_mm_get(&c00, &c01, c);
+		if (rows > 1)
+			vtpu_mm_get(&c10, &c11, c + cs);
+		if (rows > 2)
+			vtpu_mm_get(&c20, &c21, c + 2 * cs);
+		if (rows > 3)
+			vtpu_mm_get(&c30, &c31, c + 3 * cs);
+		if (rows > 4)
+			vtpu_mm_get(&c40, &c41, c + 4 * cs);
+		if (rows > 5)
+			vtpu_mm_get(&c50, &c51, c + 5 * cs);
+	}
+	for (k = 0; k < kc; k++, a += acs, p += VTPU_NR) {
+		vtpu_mm_get(&b0, &b1, p);
+		vtpu_mm_fma(&c00, &c01, vtpu_mm_load(a, bf16), b0, b1);
+		if (rows > 1)
+			vtpu_mm_fma(&c10, &c11, vtpu_mm_load(a + ars, bf16),
+				    b0, b1);
+		if (rows > 2)
+			vtpu_mm_fma(&c20, &c21, vtpu_mm_load(a + 2 * ars, bf16),
+				    b0, b1);
+		if (rows > 3)
+			vtpu_mm_fma(&c30, &c31, vtpu_mm_load(a + 3 * ars, bf16),
+				    b0, b1);
+		if (rows > 4)
+			vtpu_mm_fma(&c40, &c41, vtpu_mm_load(a + 4 * ars, bf16),
+				    b0, b1);
+		if (rows > 5)
+			vtpu_mm_fma(&c50, &c51, vtpu_mm_load(a + 5 * ars, bf16),
+				    b0, b1);
+	}
+	vtpu_mm_put(c, c00, c01);
+	if (rows > 1)
+		vtpu_mm_put(c + cs, c10, c11);
+	if (rows > 2)
+		vtpu_mm_put(c + 2 * cs, c20, c21);
+	if (rows > 3)
+		vtpu_mm_put(c + 3 * cs, c30, c31);
+	if (rows > 4)
+		vtpu_mm_put(c + 4 * cs, c40, c41);
+	if (rows > 5)
+		vtpu_mm_put(c + 5 * cs, c50, c51);
+}
+
+static __always_inline void vtpu_mm_block_rows(const u32 rows,
+					       const struct vtpu_mm *mm,
+					       u32 kc, const u8 *a,
+					       const float *p, float *c,
+					       size_t cs, bool load)
+{
+	if (mm->a.bf16)
+		vtpu_mm_block(rows, true, kc, a, mm->a.rs, mm->a.cs, p, c, cs,
+			      load);
+	else
+		vtpu_mm_block(rows, false, kc, a, mm->a.rs, mm->a.cs, p, c, cs,
+			      load);
+}
+
+/* One instance per block height, so remainders run at full speed too. */
+static void vtpu_mm_kernel(const struct vtpu_mm *mm, u32 rows, u32 kc,
+			   const u8 *a, const float *p, float *c, size_t cs,
+			   bool load)
+{
+	switch (rows) {
+	case 1:
+		vtpu_mm_block_rows(1, mm, kc, a, p, c, cs, load);
+		break;
+	case 2:
+		vtpu_mm_block_rows(2, mm, kc, a, p, c, cs, load);
+		break;
+	case 3:
+		vtpu_mm_block_rows(3, mm, kc, a, p, c, cs, load);
+		break;
+	case 4:
+		vtpu_mm_block_rows(4, mm, kc, a, p, c, cs, load);
+		break;
+	case 5:
+		vtpu_mm_block_rows(5, mm, kc, a, p, c, cs, load);
+		break;
+	default:
+		vtpu_mm_block_rows(VTPU_MR, mm, kc, a, p, c, cs, load);
+		break;
+	}
+}
+
+/* A block narrower than VTPU_NR goes through a full-width copy of it. */
+static void vtpu_mm_kernel_edge(const struct vtpu_mm *mm, u32 rows, u32 nr,
+				u32 kc, const u8 *a, const float *p, float *d,
+				bool load)
+{
+	float c[VTPU_MR * VTPU_NR] = {};
+	u32 r;
+
+	for (r = 0; load && r < rows; r++)
+		memcpy(c + r * VTPU_NR, d + r * mm->ds, nr * sizeof(*c));
+	vtpu_mm_kernel(mm, rows, kc, a, p, c, VTPU_NR, true);
+	for (r = 0; r < rows; r++)
+		memcpy(d + r * mm->ds, c + r * VTPU_NR, nr * sizeof(*c));
+}
+
+/* p[k][j] = op(b)[kb + k][jb + j], zero beyond column @nr. */
+static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
+			 u32 jb, u32 nr)
+{
+	const struct vtpu_mm_src *b = &mm->b;
+	const u8 *src = b->base + kb * b->rs + jb * b->cs;
+	u32 k, j;
+
+	if (!b->bf16 && b->cs == sizeof(float) && nr == VTPU_NR) {
+		for (k = 0; k < kc; k++)
+			memcpy(p + k * VTPU_NR, src + k * b->rs,
+			       VTPU_NR * sizeof(*p));
+		return;
+	}
+	for (j = 0; j < VTPU_NR; j++) {
+		for (k = 0; k < kc; k++)
+			p[k * VTPU_NR + j] = j >= nr ? 0 :
+				vtpu_mm_load(src + k * b->rs + j * b->cs,
+					     b->bf16);
+	}
+}
+
+static void vtpu_exec_matmul(const struct vtpu_exec *e,
+			     const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *td = &in->t.d, *ta = &in->t.a, *tb = &in->t.b;
+	bool trans_a = in->flags & VTPU_F_TRANS_A;
+	bool trans_b = in->flags & VTPU_F_TRANS_B;
+	size_t ea = vtpu_esize(ta->dtype), eb = vtpu_esize(tb->dtype);
+	struct vtpu_mm mm = {
+		.a = {
+			.base = vtpu_row(e, ta, 0),
+			.rs = trans_a ? ea : ta->stride * ea,
+			.cs = trans_a ? ta->stride * ea : ea,
+			.bf16 = ta->dtype == VTPU_DT_BF16,
+		},
+		.b = {
+			.base = vtpu_row(e, tb, 0),
+			.rs = trans_b ? eb : tb->stride * eb,
+			.cs = trans_b ? tb->stride * eb : eb,
+			.bf16 = tb->dtype == VTPU_DT_BF16,
+		},
+		.d = vtpu_frow(e, td, 0),
+		.ds = td->stride,
+		.m = td->rows,
+		.n = td->cols,
+		.k = trans_a ? ta->rows : ta->cols,
+		.acc = in->flags & VTPU_F_ACC,
+	};
+	float p[VTPU_KC * VTPU_NR];
+	u32 kb, kc, ib, mc, jb, nr, i, rows;
+	const u8 *a;
+	float *d;
+	bool load;
+
+	for (kb = 0; kb < mm.k; kb += VTPU_KC) {
+		kc = min_t(u32, VTPU_KC, mm.k - kb);
+		load = mm.acc || kb;
+		for (ib = 0; ib < mm.m; ib += VTPU_MC) {
+			mc = min_t(u32, VTPU_MC, mm.m - ib);
+			for (jb = 0; jb < mm.n; jb += VTPU_NR) {
+				nr = min_t(u32, VTPU_NR, mm.n - jb);
+				vtpu_mm_pack(&mm, p, kb, kc, jb, nr);
+				for (i = ib; i < ib + mc; i += VTPU_MR) {
+					rows = min_t(u32, VTPU_MR, ib + mc - i);
+					a = mm.a.base + i * mm.a.rs +
+					    kb * mm.a.cs;
+					d = mm.d + i * mm.ds + jb;
+					if (nr == VTPU_NR)
+						vtpu_mm_kernel(&mm, rows, kc, a,
+							       p, d, mm.ds,
+							       load);
+					else
+						vtpu_mm_kernel_edge(&mm, rows,
+								    nr, kc, a,
+								    p, d, load);
+				}
+			}
+		}
+	}
+}
+
+/**
+ * vtpu_exec_init() - prepare to run a validated program from its start
+ * @e: the execution state to initialise
+ * @prog: the program, as vtpu_prog_validate() described it
+ * @bindings: its buffers, as many as @prog->binding_count, the same sizes
+ *	the validator was given
+ * @vmem: the core's VMEM, 4-byte aligned, at least @prog->vmem_size bytes
+ *
+ * Clears the trace callback; set @e->trace afterwards to receive TRACEs.
+ */
+void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
+		    const struct vtpu_exec_binding *bindings, void *vmem)
+{
+	e->prog = prog;
+	e->bindings = bindings;
+	e->vmem = vmem;
+	e->pc = 0;
+	e->insns = 0;
+	e->trace = NULL;
+	e->trace_arg = NULL;
+}
+
+/**
+ * vtpu_exec_step() - run a slice of a program
+ * @e: state from vtpu_exec_init()
+ * @max_insns: the most instructions to execute in this call
+ *
+ * In the kernel this runs inside kernel_fpu_begin()/kernel_fpu_end(): it
+ * never sleeps nor allocates. Once END has executed, further calls do
+ * nothing and return 1.
+ *
+ * Return: 1 once END has executed, 0 while instructions remain.
+ */
+int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
+{
+	const struct vtpu_insn *in;
+
+	for (; max_insns; max_insns--) {
+		if (e->pc >= e->prog->insn_count)
+			return 1;
+		in = &e->prog->code[e->pc++];
+		e->insns++;
+
+		switch (in->op) {
+		case VTPU_OP_END:
+			return 1;
+		case VTPU_OP_TRACE:
+			if (e->trace)
+				e->trace(e->trace_arg, in->imm);
+			break;
+		case VTPU_OP_DMA_LOAD:
+		case VTPU_OP_DMA_STORE:
+			vtpu_exec_dma(e, in);
+			break;
+		case VTPU_OP_MATMUL:
+			vtpu_exec_matmul(e, in);
+			break;
+		case VTPU_OP_UNARY:
+		case VTPU_OP_BINARY:
+		case VTPU_OP_CMP:
+		case VTPU_OP_SELECT:
+			vtpu_exec_vpu(e, in);
+			break;
+		case VTPU_OP_REDUCE:
+			vtpu_exec_reduce(e, in);
+			break;
+		case VTPU_OP_FILL:
+		case VTPU_OP_IOTA:
+			vtpu_exec_fill(e, in);
+			break;
+		case VTPU_OP_CONVERT:
+			vtpu_exec_convert(e, in);
+			break;
+		case VTPU_OP_TRANSPOSE:
+			vtpu_exec_transpose(e, in);
+			break;
+		}
+	}
+	return e->pc >= e->prog->insn_count;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Copyright (C) 2026 The vtpu authors */
+
+#ifndef __VTPU_JOB_H__
+#define __VTPU_JOB_H__
+
+#include <linux/dma-fence.h>
+#include <linux/iosys-map.h>
+#include <linux/mutex.h>
+#include <linux/xarray.h>
+
+#include <drm/gpu_scheduler.h>
+
+#include "vtpu_exec.h"
+
+struct drm_vtpu_profile;
+struct vtpu_bo;
+struct vtpu_device;
+
+/**
+ * struct vtpu_file - per open file state
+ * @entity: the file's scheduler entity, spanning every core of the device
+ * @jobs: job id -> the job's finished fence, until JOB_WAIT reports it
+ * @submit_lock: serialises arming and pushing jobs of @entity
+ */
+struct vtpu_file {
+	struct drm_sched_entity entity;
+	struct xarray jobs;
+	struct mutex submit_lock; /* Protects job arming order */
+};
+
+/**
+ * struct vtpu_job_bo - a buffer a job holds, with its kernel mapping
+ * @bo: the buffer (a reference)
+ * @map: kernel mapping of the whole buffer
+ */
+struct vtpu_job_bo {
+	struct vtpu_bo *bo;
+	struct iosys_map map;
+};
+
+/**
+ * struct vtpu_job - a validated program with its buffers, on its way
+ * @base: scheduler job
+ * @vdev: device
+ * @prog: the kernel's copy of the program
+ * @info: @prog, validated
+ * @bos: bound buffers, then the profile buffer if any
+ * @nbos: entries in @bos
+ * @ebind: the bindings as the executor sees them
+ * @profile: where the profile goes, inside the profile buffer, or NULL
+ * @hw_fence: signalled by the core when the job ends
+ * @hw_fence_init: @hw_fence was initialised by run_job
+ * @node: entry in &vtpu_core.queue
+ * @abort: set by the timeout handler; the core stops at the next slice
+ * @queued: SUBMIT time (ns)
+ */
+struct vtpu_job {
+	struct drm_sched_job base;
+	struct vtpu_device *vdev;
+	void *prog;
+	struct vtpu_prog_info info;
+	struct vtpu_job_bo *bos;
+	unsigned int nbos;
+	struct vtpu_exec_binding *ebind;
+	struct drm_vtpu_profile *profile;
+	struct dma_fence *hw_fence;
+	bool hw_fence_init;
+	struct list_head node;
+	atomic_t abort;
+	u64 queued;
+};
+
+static inline struct vtpu_job *to_vtpu_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct vtpu_job, base);
+}
+
+extern const struct drm_sched_backend_ops vtpu_sched_ops;
+
+int vtpu_job_open(struct drm_device *drm, struct drm_file *file);
+void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file);
+
+int vtpu_ioctl_submit(struct drm_device *drm, void *data,
+		      struct drm_file *file);
+int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,
+			struct drm_file *file);
+
+#endif /* __VTPU_JOB_H__ */

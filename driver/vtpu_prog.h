@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * Program validation, shared by vtpu.ko (SUBMIT) and userspace (the host
+ * backend, the compiler's self-check, the tests). Integer code only: it
+ * is built without kernel FPU support.
+ */
+#ifndef __VTPU_PROG_H__
+#define __VTPU_PROG_H__
+
+#include "vtpu_compat.h"
+
+#include <drm/vtpu_isa.h>
+
+#define VTPU_ACCESS_READ	0x1
+#define VTPU_ACCESS_WRITE	0x2
+
+/**
+ * struct vtpu_binding_desc - what the validator knows of a bound buffer
+ * @size: bytes the program may touch
+ * @access: VTPU_ACCESS_* the submitter granted
+ */
+struct vtpu_binding_desc {
+	u64 size;
+	u32 access;
+};
+
+/**
+ * struct vtpu_prog_info - a validated program, ready for the executor
+ * @hdr: the header (inside the validated copy)
+ * @code: the instructions
+ * @consts: the constants section
+ * @meta: the metadata section (NUL-terminated strings)
+ * @insn_count: instructions, END included
+ * @const_size: bytes of @consts
+ * @meta_size: bytes of @meta
+ * @vmem_size: bytes of VMEM the program uses
+ * @binding_count: buffers the program expects
+ * @trace_count: TRACE instructions
+ * @flops: floating-point operations, counted statically (2*M*N*K per
+ *	MATMUL, one per element for VPU instructions)
+ * @dma_bytes: bytes DMA moves, counted on the binding side
+ *
+ * Straight-line code makes the static counts exact.
+ */
+struct vtpu_prog_info {
+	const struct vtpu_prog_header *hdr;
+	const struct vtpu_insn *code;
+	const u8 *consts;
+	const char *meta;
+	u32 insn_count;
+	u32 const_size;
+	u32 meta_size;
+	u32 vmem_size;
+	u32 binding_count;
+	u32 trace_count;
+	u64 flops;
+	u64 dma_bytes;
+};
+
+/**
+ * struct vtpu_prog_error - why a program was rejected
+ * @insn: index of the offending instruction, or -1 for the header/sections
+ * @why: static string naming the rule broken
+ */
+struct vtpu_prog_error {
+	s32 insn;
+	const char *why;
+};
+
+u32 vtpu_prog_crc32(const void *buf, size_t len);
+
+int vtpu_prog_validate(const void *prog, u64 size,
+		       const struct vtpu_binding_desc *bindings, u32 nbindings,
+		       u64 vmem_size, struct vtpu_prog_info *info,
+		       struct vtpu_prog_error *err);
+
+#endif /* __VTPU_PROG_H__ */

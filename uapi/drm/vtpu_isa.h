@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
+/*
+ * vtpu program format and instruction set (ISA version 1).
+ *
+ * This header is the contract between the compiler (which emits
+ * programs), the kernel (which validates and executes them) and the
+ * disassembler. One table, VTPU_OPCODES, lists every opcode with its
+ * operand kinds and allowed flags; all of them expand it.
+ *
+ * A program is, in this order and without gaps:
+ *   struct vtpu_prog_header
+ *   insn_count x struct vtpu_insn              (code)
+ *   const_size bytes                           (read-only constants)
+ *   meta_size bytes                            (op names, NUL-separated)
+ * All multi-byte fields are little-endian.
+ *
+ * Machine model, per core:
+ *   VMEM  a private scratch memory of &drm_vtpu_query.vmem_size bytes;
+ *         every compute operand is a 2-D tile of VMEM (struct vtpu_tile).
+ *   DMA   moves 2-D strided blocks between a binding (a buffer bound at
+ *         submit, or the program's constants) and VMEM, converting
+ *         between f32 and bf16 when the two sides' types differ.
+ *   MXU   C (+)= op(A) . op(B), f32 or bf16 inputs, f32 accumulation,
+ *         op = identity or transpose.
+ *   VPU   elementwise unary and binary functions with scalar, row and
+ *         column broadcast, compare and select, row/column reductions,
+ *         fill, iota, convert, transpose.
+ * Programs are straight-line code ending in END. Execution is
+ * deterministic: the same program on the same inputs gives bit-identical
+ * results on every core, in the kernel and in the userspace executor.
+ */
+#ifndef _UAPI_VTPU_ISA_H_
+#define _UAPI_VTPU_ISA_H_
+
+#include <linux/types.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+#define VTPU_PROG_MAGIC			0x55505456	/* "VTPU" */
+#define VTPU_PROG_FORMAT_VERSION	1
+#define VTPU_ISA_VERSION		1
+
+/* Limits every validator enforces. */
+#define VTPU_MAX_INSNS			(1u << 20)
+#define VTPU_MAX_BINDINGS		64
+#define VTPU_MAX_CONST_SIZE		(64u << 20)
+#define VTPU_MAX_META_SIZE		(1u << 20)
+
+/* DMA binding index that names the program's constants section. */
+#define VTPU_BINDING_CONSTANTS		0xffffffffu
+
+/**
+ * struct vtpu_prog_header - first bytes of every program
+ * @magic: VTPU_PROG_MAGIC
+ * @format_version: VTPU_PROG_FORMAT_VERSION
+ * @isa_version: VTPU_ISA_VERSION the program was compiled for
+ * @header_size: sizeof(struct vtpu_prog_header)
+ * @insn_count: instructions in the code section, 1..VTPU_MAX_INSNS
+ * @code_size: insn_count * sizeof(struct vtpu_insn)
+ * @const_size: bytes of the constants section
+ * @meta_size: bytes of the metadata section: op names for profiles, each
+ *	NUL-terminated; TRACE id N names the Nth string
+ * @vmem_size: bytes of VMEM the program uses; every tile lies below it and
+ *	it must not exceed the core's VMEM
+ * @binding_count: buffers the program expects at submit, exactly
+ * @flags: zero
+ * @checksum: CRC-32 (IEEE 802.3, as zlib's crc32()) of the whole program
+ *	computed with this field set to zero
+ * @reserved: zero
+ */
+struct vtpu_prog_header {
+	__u32 magic;
+	__u16 format_version;
+	__u16 isa_version;
+	__u32 header_size;
+	__u32 insn_count;
+	__u32 code_size;
+	__u32 const_size;
+	__u32 meta_size;
+	__u32 vmem_size;
+	__u32 binding_count;
+	__u32 flags;
+	__u32 checksum;
+	__u32 reserved[5];
+};
+
+/**
+ * enum vtpu_dtype - element types
+ * @VTPU_DT_F32: IEEE binary32
+ * @VTPU_DT_BF16: bfloat16 (upper half of binary32; conversions from f32
+ *	round to nearest even, NaN stays NaN)
+ * @VTPU_DT_S32: two's complement 32-bit integer
+ */
+enum vtpu_dtype {
+	VTPU_DT_F32 = 1,
+	VTPU_DT_BF16 = 2,
+	VTPU_DT_S32 = 3,
+};
+
+/**
+ * struct vtpu_tile - a 2-D tile of VMEM
+ * @addr: byte offset of element [0][0] in VMEM, aligned to the element size
+ * @rows: rows, >= 1
+ * @cols: columns, >= 1
+ * @stride: elements from the start of one row to the next, >= @cols
+ * @dtype: enum vtpu_dtype
+ * @pad: zero
+ *
+ * The tile covers bytes [addr, addr + ((rows - 1) * stride + cols) * esize).
+ * An operand an opcode does not use must be all zero.
+ */
+struct vtpu_tile {
+	__u32 addr;
+	__u16 rows;
+	__u16 cols;
+	__u32 stride;
+	__u8 dtype;
+	__u8 pad[3];
+};
+
+/**
+ * struct vtpu_dma - operands of DMA_LOAD and DMA_STORE
+ * @v: the VMEM side
+ * @offset: byte offset of row 0 in the binding
+ * @binding: index into the submit's bindings, or VTPU_BINDING_CONSTANTS
+ *	(DMA_LOAD only)
+ * @stride: bytes from one row to the next in the binding; may be less
+ *	than a row's bytes only for a single row
+ * @dtype: element type in the binding; equal to @v.dtype, or f32 and
+ *	bf16 in either direction
+ * @pad: zero
+ *
+ * Row r moves @v.cols elements between binding bytes
+ * [offset + r * stride, ...) and VMEM row r of @v. Every byte touched
+ * lies inside the binding.
+ */
+struct vtpu_dma {
+	struct vtpu_tile v;
+	__u64 offset;
+	__u32 binding;
+	__u32 stride;
+	__u8 dtype;
+	__u8 pad[15];
+};
+
+/**
+ * struct vtpu_insn - one instruction (64 bytes)
+ * @op: opcode (enum vtpu_opcode)
+ * @sub: function selector: enum vtpu_unary, vtpu_binary, vtpu_cmp or
+ *	vtpu_reduce, as the opcode says; zero otherwise
+ * @flags: VTPU_F_* bits the opcode allows
+ * @imm: immediate: f32 bits (FILL, BINARY/CMP with VTPU_F_BCAST_IMM),
+ *	s32 (IOTA start, FILL of s32) or an op id (TRACE)
+ * @t: tile operands: destination @t.d and sources @t.a, @t.b
+ * @dma: DMA operands
+ * @reserved: zero
+ */
+struct vtpu_insn {
+	__u8 op;
+	__u8 sub;
+	__u16 flags;
+	__u32 imm;
+	union {
+		struct {
+			struct vtpu_tile d;
+			struct vtpu_tile a;
+			struct vtpu_tile b;
+		} t;
+		struct vtpu_dma dma;
+	};
+	__u64 reserved;
+};
+
+/*
+ * Operand kinds, for the table below.
+ *   NONE  operand unused, must be all zero
+ *   F32   tile of f32
+ *   MXU   tile of f32 or bf16
+ *   ANY   tile of any dtype
+ *   DMA   the instruction uses struct vtpu_dma
+ *   IO    like F32, read and written (SELECT's condition)
+ */
+#define VTPU_K_NONE	0
+#define VTPU_K_F32	1
+#define VTPU_K_MXU	2
+#define VTPU_K_ANY	3
+#define VTPU_K_DMA	4
+#define VTPU_K_IO	5
+
+/* Flags. Each opcode accepts only the ones its table row lists. */
+#define VTPU_F_ACC		0x0001	/* MATMUL, REDUCE: d op= result */
+#define VTPU_F_TRANS_A		0x0002	/* MATMUL: use A transposed */
+#define VTPU_F_TRANS_B		0x0004	/* MATMUL: use B transposed */
+#define VTPU_F_BCAST_MASK	0x0070	/* BINARY, CMP, SELECT: shape of b */
+#define VTPU_F_BCAST_NONE	0x0000	/* b has d's shape */
+#define VTPU_F_BCAST_SCALAR	0x0010	/* b is 1x1 */
+#define VTPU_F_BCAST_ROW	0x0020	/* b is 1 x cols, used by every row */
+#define VTPU_F_BCAST_COL	0x0030	/* b is rows x 1, used by every column */
+#define VTPU_F_BCAST_IMM	0x0040	/* b is @imm (f32), operand b unused */
+#define VTPU_F_AXIS_COLS	0x0100	/* REDUCE: over columns, d is rows x 1 */
+#define VTPU_F_AXIS_ROWS	0x0200	/* REDUCE: over rows, d is 1 x cols;
+					 * IOTA: value is the row index
+					 */
+
+#define VTPU_F_MATMUL	(VTPU_F_ACC | VTPU_F_TRANS_A | VTPU_F_TRANS_B)
+#define VTPU_F_BCAST	VTPU_F_BCAST_MASK
+#define VTPU_F_REDUCE	(VTPU_F_ACC | VTPU_F_AXIS_COLS | VTPU_F_AXIS_ROWS)
+
+/*
+ * The opcode table.
+ *   name       mnemonic (VTPU_OP_<name>)
+ *   code       opcode byte
+ *   nsub       number of valid @sub values (0: @sub must be zero)
+ *   d, a, b    operand kinds of t.d, t.a, t.b (DMA: uses struct vtpu_dma)
+ *   flags      flags the opcode accepts
+ *
+ * Semantics:
+ *   END        last instruction of every program, and only there
+ *   TRACE      record (imm, timestamp) in the job's profile, if any
+ *   DMA_LOAD   VMEM tile <- binding block (converting f32 <-> bf16)
+ *   DMA_STORE  binding block <- VMEM tile
+ *   MATMUL     d (+)= op(a) . op(b); d is MxN f32, op(a) MxK, op(b) KxN
+ *   UNARY      d = f(a), f = enum vtpu_unary; same shape
+ *   BINARY     d = a f b, f = enum vtpu_binary; b broadcast per flags
+ *   CMP        d = (a f b) ? 1.0 : 0.0, f = enum vtpu_cmp
+ *   SELECT     d = d != 0 ? a : b, b broadcast per flags
+ *   REDUCE     d (op)= reduce_f(a) along an axis, f = enum vtpu_reduce
+ *   FILL       d = imm (f32 bits, or s32 for an s32 tile, or the f32
+ *              rounded to bf16)
+ *   IOTA       d[i][j] = imm + (AXIS_ROWS ? i : j), as d's dtype
+ *   CONVERT    d = a converted to d's dtype (f32 -> s32 truncates toward
+ *              zero and saturates, NaN -> 0); same shape
+ *   TRANSPOSE  d = transpose(a); same dtype
+ *
+ * A destination may be exactly one of its elementwise sources (same addr,
+ * shape, stride) or disjoint from it; partial overlap is invalid. MATMUL,
+ * REDUCE and TRANSPOSE destinations must be disjoint from their sources.
+ */
+#define VTPU_OPCODES(X) \
+	/* name       code  nsub            d            a            b            flags */ \
+	X(END,        0x01, 0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0) \
+	X(TRACE,      0x02, 0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0) \
+	X(DMA_LOAD,   0x10, 0,              VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, 0) \
+	X(DMA_STORE,  0x11, 0,              VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, 0) \
+	X(MATMUL,     0x20, 0,              VTPU_K_F32,  VTPU_K_MXU,  VTPU_K_MXU,  VTPU_F_MATMUL) \
+	X(UNARY,      0x30, VTPU_UNARY_NR,  VTPU_K_F32,  VTPU_K_F32,  VTPU_K_NONE, 0) \
+	X(BINARY,     0x31, VTPU_BINARY_NR, VTPU_K_F32,  VTPU_K_F32,  VTPU_K_F32,  VTPU_F_BCAST) \
+	X(CMP,        0x32, VTPU_CMP_NR,    VTPU_K_F32,  VTPU_K_F32,  VTPU_K_F32,  VTPU_F_BCAST) \
+	X(SELECT,     0x33, 0,              VTPU_K_IO,   VTPU_K_F32,  VTPU_K_F32,  VTPU_F_BCAST) \
+	X(REDUCE,     0x34, VTPU_REDUCE_NR, VTPU_K_F32,  VTPU_K_F32,  VTPU_K_NONE, VTPU_F_REDUCE) \
+	X(FILL,       0x35, 0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, 0) \
+	X(IOTA,       0x36, 0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F_AXIS_ROWS) \
+	X(CONVERT,    0x37, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0) \
+	X(TRANSPOSE,  0x38, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
+
+enum vtpu_opcode {
+#define VTPU_OP_ENUM(name, code, nsub, d, a, b, flags) VTPU_OP_##name = code,
+	VTPU_OPCODES(VTPU_OP_ENUM)
+#undef VTPU_OP_ENUM
+};
+
+/* UNARY functions. */
+#define VTPU_UNARY_FUNCS(X) \
+	X(NEG) X(ABS) X(EXP) X(LOG) X(SQRT) X(RSQRT) X(RECIP) \
+	X(TANH) X(SIGMOID) X(RELU) X(GELU) X(COPY)
+
+enum vtpu_unary {
+#define VTPU_UNARY_ENUM(name) VTPU_UNARY_##name,
+	VTPU_UNARY_FUNCS(VTPU_UNARY_ENUM)
+#undef VTPU_UNARY_ENUM
+	VTPU_UNARY_NR
+};
+
+/* BINARY functions. */
+#define VTPU_BINARY_FUNCS(X) \
+	X(ADD) X(SUB) X(MUL) X(DIV) X(MAX) X(MIN) X(POW)
+
+enum vtpu_binary {
+#define VTPU_BINARY_ENUM(name) VTPU_BINARY_##name,
+	VTPU_BINARY_FUNCS(VTPU_BINARY_ENUM)
+#undef VTPU_BINARY_ENUM
+	VTPU_BINARY_NR
+};
+
+/* CMP predicates (ordered: false when either side is NaN, except NE). */
+#define VTPU_CMP_FUNCS(X) \
+	X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE)
+
+enum vtpu_cmp {
+#define VTPU_CMP_ENUM(name) VTPU_CMP_##name,
+	VTPU_CMP_FUNCS(VTPU_CMP_ENUM)
+#undef VTPU_CMP_ENUM
+	VTPU_CMP_NR
+};
+
+/* REDUCE functions. */
+#define VTPU_REDUCE_FUNCS(X) \
+	X(SUM) X(MAX) X(MIN)
+
+enum vtpu_reduce {
+#define VTPU_REDUCE_ENUM(name) VTPU_REDUCE_##name,
+	VTPU_REDUCE_FUNCS(VTPU_REDUCE_ENUM)
+#undef VTPU_REDUCE_ENUM
+	VTPU_REDUCE_NR
+};
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* _UAPI_VTPU_ISA_H_ */

@@ -19,7 +19,7 @@ KDIR ?= $(DEPS_KDIR)
 MODULE := driver/vtpu.ko
 
 # What the kselftests expect (they read it back from the environment).
-VM_PARAMS ?= num_devices=2 num_cores=2 hbm_mib=32 vmem_kib=1024
+VM_PARAMS ?= num_devices=2 num_cores=2 hbm_mib=32 vmem_kib=1024 job_timeout_ms=2000
 
 CC ?= gcc
 CFLAGS ?= -O2 -g

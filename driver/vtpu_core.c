@@ -32,11 +32,14 @@
 #include "vtpu_job.h"
 
 /*
- * Instructions per FPU section. One instruction is bounded by the VMEM
- * size (a MATMUL of tiles filling VMEM), so a slice stays well below a
- * millisecond of preemption-off time on any sane VMEM size.
+ * An FPU section (preemption off) runs up to this many instructions or
+ * this long, whichever comes first; the watchdog checks between them.
+ * One instruction is bounded by the VMEM size (a MATMUL of tiles filling
+ * VMEM), so sections stay short on any sane VMEM size, and short
+ * instructions do not pay an FPU save and restore each.
  */
-#define VTPU_SLICE_INSNS	16
+#define VTPU_SLICE_INSNS	64
+#define VTPU_SLICE_NS		(500 * NSEC_PER_USEC)
 
 static const char *vtpu_fence_get_driver_name(struct dma_fence *fence)
 {
@@ -68,7 +71,7 @@ static void vtpu_core_trace(void *arg, u32 id)
 }
 
 static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
-			  u64 deadline)
+			  u64 deadline, u64 *insns)
 {
 	struct vtpu_exec exec;
 	int done = 0;
@@ -81,24 +84,31 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 	exec.trace_arg = job;
 
 	while (!done) {
-		if (atomic_read(&job->abort) || ktime_get_ns() > deadline)
+		u64 now = ktime_get_ns();
+		u64 slice_end = now + VTPU_SLICE_NS;
+		unsigned int n = 0;
+
+		*insns = exec.insns;
+		if (atomic_read(&job->abort) || now > deadline)
 			return -ETIMEDOUT;
 
 		kernel_fpu_begin();
-		done = vtpu_exec_step(&exec, VTPU_SLICE_INSNS);
+		do {
+			done = vtpu_exec_step(&exec, 1);
+		} while (!done && ++n < VTPU_SLICE_INSNS &&
+			 ktime_get_ns() < slice_end);
 		kernel_fpu_end();
 
 		cond_resched();
 	}
-	if (job->profile)
-		job->profile->insns = exec.insns;
+	*insns = exec.insns;
 	return 0;
 }
 
 static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 {
 	struct drm_vtpu_profile *p = job->profile;
-	u64 start, end;
+	u64 start, end, insns = 0;
 	bool cookie;
 	int ret;
 
@@ -114,7 +124,8 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 
 	start = ktime_get_ns();
 	ret = vtpu_core_exec(core, job,
-			     start + (u64)vtpu_params.job_timeout_ms * NSEC_PER_MSEC);
+			     start + (u64)vtpu_params.job_timeout_ms * NSEC_PER_MSEC,
+			     &insns);
 	end = ktime_get_ns();
 
 	atomic64_inc(&core->jobs);
@@ -125,6 +136,7 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 	if (p) {
 		p->start = start;
 		p->end = end;
+		p->insns = insns;
 		p->status = ret;
 	}
 

@@ -9,12 +9,12 @@
  * ends in exactly one END. The executor relies on all of it.
  *
  * The rules come from uapi/drm/vtpu_isa.h; the per-opcode ones are driven
- * by its VTPU_OPCODES table. Checks stop at the first broken rule and name
+ * by its table, vtpu_isa_ops.h. Checks stop at the first broken rule and name
  * it in a static string. Integer code only.
  */
 #include "vtpu_prog.h"
 
-/* VTPU_OPCODES by opcode byte; mnemonic is NULL for unknown opcodes. */
+/* The opcode table by opcode byte; mnemonic is NULL for unknown opcodes. */
 struct vtpu_op_desc {
 	const char *mnemonic;
 	u8 nsub;
@@ -22,14 +22,13 @@ struct vtpu_op_desc {
 	u16 flags;
 };
 
-#define VTPU_OP_DESC(name, code, n_sub, kd, ka, kb, fl) \
-	[code] = { .mnemonic = #name, .nsub = n_sub, .kind = { kd, ka, kb }, .flags = fl },
-
 static const struct vtpu_op_desc vtpu_ops[256] = {
-	VTPU_OPCODES(VTPU_OP_DESC)
+#define VTPU_OP(name, n_sub, kd, ka, kb, fl) \
+	[VTPU_OP_##name] = { .mnemonic = #name, .nsub = n_sub, \
+			     .kind = { kd, ka, kb }, .flags = fl },
+#include <drm/vtpu_isa_ops.h>
+#undef VTPU_OP
 };
-
-#undef VTPU_OP_DESC
 
 /* State of one validation. */
 struct vtpu_prog_check {

@@ -634,7 +634,7 @@ TEST(metadata_not_nul_terminated)
 TEST(unknown_opcode)
 {
 	REJECT1(unary(), op, 0x00, "unknown opcode");
-	REJECT1(unary(), op, 0x03, "unknown opcode");
+	REJECT1(unary(), op, VTPU_OP_NR, "unknown opcode");
 	REJECT1(unary(), op, 0xff, "unknown opcode");
 }
 
@@ -1070,9 +1070,9 @@ static uint32_t below(uint32_t n)
 }
 
 static const uint8_t fuzz_ops[] = {
-#define FUZZ_OP(name, code, nsub, d, a, b, flags) code,
-	VTPU_OPCODES(FUZZ_OP)
-#undef FUZZ_OP
+#define VTPU_OP(name, ...) VTPU_OP_##name,
+#include <drm/vtpu_isa_ops.h>
+#undef VTPU_OP
 };
 
 /* Every opcode, every broadcast mode, every dtype, both DMA directions. */

@@ -4,15 +4,17 @@
  *
  * This header is the contract between the compiler (which emits
  * programs), the kernel (which validates and executes them) and the
- * disassembler. One table, VTPU_OPCODES, lists every opcode with its
- * operand kinds and allowed flags; all of them expand it.
+ * disassembler. One table, vtpu_isa_ops.h, lists every opcode with its
+ * operand kinds and allowed flags; all of them expand it (X-macro).
  *
  * A program is, in this order and without gaps:
  *   struct vtpu_prog_header
  *   insn_count x struct vtpu_insn              (code)
  *   const_size bytes                           (read-only constants)
  *   meta_size bytes                            (op names, NUL-separated)
- * All multi-byte fields are little-endian.
+ * All multi-byte fields are in the host's byte order; programs are not
+ * portable between hosts of different endianness (both ends are the
+ * same machine: the compiler runs where the device is).
  *
  * Machine model, per core:
  *   VMEM  a private scratch memory of &drm_vtpu_query.vmem_size bytes;
@@ -43,10 +45,10 @@ extern "C" {
 #define VTPU_ISA_VERSION		1
 
 /* Limits every validator enforces. */
-#define VTPU_MAX_INSNS			(1u << 20)
+#define VTPU_MAX_INSNS			0x100000u
 #define VTPU_MAX_BINDINGS		64
-#define VTPU_MAX_CONST_SIZE		(64u << 20)
-#define VTPU_MAX_META_SIZE		(1u << 20)
+#define VTPU_MAX_CONST_SIZE		0x4000000u
+#define VTPU_MAX_META_SIZE		0x100000u
 
 /* DMA binding index that names the program's constants section. */
 #define VTPU_BINDING_CONSTANTS		0xffffffffu
@@ -61,7 +63,8 @@ extern "C" {
  * @code_size: insn_count * sizeof(struct vtpu_insn)
  * @const_size: bytes of the constants section
  * @meta_size: bytes of the metadata section: op names for profiles, each
- *	NUL-terminated; TRACE id N names the Nth string
+ *	NUL-terminated; TRACE id N names the Nth string (any id is valid
+ *	when the section is empty)
  * @vmem_size: bytes of VMEM the program uses; every tile lies below it and
  *	it must not exceed the core's VMEM
  * @binding_count: buffers the program expects at submit, exactly
@@ -151,7 +154,8 @@ struct vtpu_dma {
  * @sub: function selector: enum vtpu_unary, vtpu_binary, vtpu_cmp or
  *	vtpu_reduce, as the opcode says; zero otherwise
  * @flags: VTPU_F_* bits the opcode allows
- * @imm: immediate: f32 bits (FILL, BINARY/CMP with VTPU_F_BCAST_IMM),
+ * @imm: immediate: f32 bits (FILL, BINARY/CMP/SELECT with
+ *	VTPU_F_BCAST_IMM),
  *	s32 (IOTA start, FILL of s32) or an op id (TRACE)
  * @t: tile operands: destination @t.d and sources @t.a, @t.b
  * @dma: DMA operands
@@ -209,100 +213,45 @@ struct vtpu_insn {
 #define VTPU_F_REDUCE	(VTPU_F_ACC | VTPU_F_AXIS_COLS | VTPU_F_AXIS_ROWS)
 
 /*
- * The opcode table.
- *   name       mnemonic (VTPU_OP_<name>)
- *   code       opcode byte
- *   nsub       number of valid @sub values (0: @sub must be zero)
- *   d, a, b    operand kinds of t.d, t.a, t.b (DMA: uses struct vtpu_dma)
- *   flags      flags the opcode accepts
- *
- * Semantics:
- *   END        last instruction of every program, and only there
- *   TRACE      record (imm, timestamp) in the job's profile, if any
- *   DMA_LOAD   VMEM tile <- binding block (converting f32 <-> bf16)
- *   DMA_STORE  binding block <- VMEM tile
- *   MATMUL     d (+)= op(a) . op(b); d is MxN f32, op(a) MxK, op(b) KxN
- *   UNARY      d = f(a), f = enum vtpu_unary; same shape
- *   BINARY     d = a f b, f = enum vtpu_binary; b broadcast per flags
- *   CMP        d = (a f b) ? 1.0 : 0.0, f = enum vtpu_cmp
- *   SELECT     d = d != 0 ? a : b, b broadcast per flags
- *   REDUCE     d (op)= reduce_f(a) along an axis, f = enum vtpu_reduce
- *   FILL       d = imm (f32 bits, or s32 for an s32 tile, or the f32
- *              rounded to bf16)
- *   IOTA       d[i][j] = imm + (AXIS_ROWS ? i : j), as d's dtype
- *   CONVERT    d = a converted to d's dtype (f32 -> s32 truncates toward
- *              zero and saturates, NaN -> 0); same shape
- *   TRANSPOSE  d = transpose(a); same dtype
- *
- * A destination may be exactly one of its elementwise sources (same addr,
- * shape, stride) or disjoint from it; partial overlap is invalid. MATMUL,
- * REDUCE and TRANSPOSE destinations must be disjoint from their sources.
+ * Opcodes, function selectors: generated from vtpu_isa_ops.h, the one
+ * table of the instruction set. Opcode numbers follow the table order;
+ * entries are only ever appended. 0 is no opcode, so zeroed memory is
+ * never valid code.
  */
-#define VTPU_OPCODES(X) \
-	/* name       code  nsub            d            a            b            flags */ \
-	X(END,        0x01, 0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0) \
-	X(TRACE,      0x02, 0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0) \
-	X(DMA_LOAD,   0x10, 0,              VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, 0) \
-	X(DMA_STORE,  0x11, 0,              VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, 0) \
-	X(MATMUL,     0x20, 0,              VTPU_K_F32,  VTPU_K_MXU,  VTPU_K_MXU,  VTPU_F_MATMUL) \
-	X(UNARY,      0x30, VTPU_UNARY_NR,  VTPU_K_F32,  VTPU_K_F32,  VTPU_K_NONE, 0) \
-	X(BINARY,     0x31, VTPU_BINARY_NR, VTPU_K_F32,  VTPU_K_F32,  VTPU_K_F32,  VTPU_F_BCAST) \
-	X(CMP,        0x32, VTPU_CMP_NR,    VTPU_K_F32,  VTPU_K_F32,  VTPU_K_F32,  VTPU_F_BCAST) \
-	X(SELECT,     0x33, 0,              VTPU_K_IO,   VTPU_K_F32,  VTPU_K_F32,  VTPU_F_BCAST) \
-	X(REDUCE,     0x34, VTPU_REDUCE_NR, VTPU_K_F32,  VTPU_K_F32,  VTPU_K_NONE, VTPU_F_REDUCE) \
-	X(FILL,       0x35, 0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, 0) \
-	X(IOTA,       0x36, 0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F_AXIS_ROWS) \
-	X(CONVERT,    0x37, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0) \
-	X(TRANSPOSE,  0x38, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
-
 enum vtpu_opcode {
-#define VTPU_OP_ENUM(name, code, nsub, d, a, b, flags) VTPU_OP_##name = code,
-	VTPU_OPCODES(VTPU_OP_ENUM)
-#undef VTPU_OP_ENUM
+	VTPU_OP_INVALID,
+#define VTPU_OP(name, ...) VTPU_OP_##name,
+#include "vtpu_isa_ops.h"
+#undef VTPU_OP
+	VTPU_OP_NR
 };
 
-/* UNARY functions. */
-#define VTPU_UNARY_FUNCS(X) \
-	X(NEG) X(ABS) X(EXP) X(LOG) X(SQRT) X(RSQRT) X(RECIP) \
-	X(TANH) X(SIGMOID) X(RELU) X(GELU) X(COPY)
-
 enum vtpu_unary {
-#define VTPU_UNARY_ENUM(name) VTPU_UNARY_##name,
-	VTPU_UNARY_FUNCS(VTPU_UNARY_ENUM)
-#undef VTPU_UNARY_ENUM
+#define VTPU_UNARY(name) VTPU_UNARY_##name,
+#include "vtpu_isa_ops.h"
+#undef VTPU_UNARY
 	VTPU_UNARY_NR
 };
 
-/* BINARY functions. */
-#define VTPU_BINARY_FUNCS(X) \
-	X(ADD) X(SUB) X(MUL) X(DIV) X(MAX) X(MIN) X(POW)
-
 enum vtpu_binary {
-#define VTPU_BINARY_ENUM(name) VTPU_BINARY_##name,
-	VTPU_BINARY_FUNCS(VTPU_BINARY_ENUM)
-#undef VTPU_BINARY_ENUM
+#define VTPU_BINARY(name) VTPU_BINARY_##name,
+#include "vtpu_isa_ops.h"
+#undef VTPU_BINARY
 	VTPU_BINARY_NR
 };
 
-/* CMP predicates (ordered: false when either side is NaN, except NE). */
-#define VTPU_CMP_FUNCS(X) \
-	X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE)
-
+/* CMP predicates are ordered: false when either side is NaN, except NE. */
 enum vtpu_cmp {
-#define VTPU_CMP_ENUM(name) VTPU_CMP_##name,
-	VTPU_CMP_FUNCS(VTPU_CMP_ENUM)
-#undef VTPU_CMP_ENUM
+#define VTPU_CMP(name) VTPU_CMP_##name,
+#include "vtpu_isa_ops.h"
+#undef VTPU_CMP
 	VTPU_CMP_NR
 };
 
-/* REDUCE functions. */
-#define VTPU_REDUCE_FUNCS(X) \
-	X(SUM) X(MAX) X(MIN)
-
 enum vtpu_reduce {
-#define VTPU_REDUCE_ENUM(name) VTPU_REDUCE_##name,
-	VTPU_REDUCE_FUNCS(VTPU_REDUCE_ENUM)
-#undef VTPU_REDUCE_ENUM
+#define VTPU_REDUCE(name) VTPU_REDUCE_##name,
+#include "vtpu_isa_ops.h"
+#undef VTPU_REDUCE
 	VTPU_REDUCE_NR
 };
 

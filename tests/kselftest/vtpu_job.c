@@ -1,0 +1,817 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: jobs on the emulated cores — SUBMIT, JOB_WAIT, syncobjs,
+ * profiles, timeouts, concurrency, and what happens to a job's resources
+ * when its file or process goes away. Results must equal, bit for bit,
+ * the userspace executor's on the same program and inputs.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <xf86drm.h>
+
+#include "vtpu_job_util.h"
+
+#include "kselftest_harness.h"
+
+#define N	32	/* the compute program's matrix size */
+
+struct compute {
+	struct vtpu_buf prog, a, b, out;
+	size_t prog_size;
+	struct drm_vtpu_binding bind[3];
+};
+
+static int compute_setup(int fd, struct compute *c, unsigned int seed,
+			 __u32 out_placement)
+{
+	void *p;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	p = vtpu_prog_compute(N, &c->prog_size);
+	if (!p)
+		return -ENOMEM;
+	ret = vtpu_buf_prog(fd, p, c->prog_size, &c->prog);
+	free(p);
+	if (!ret)
+		ret = vtpu_buf_new(fd, N * N * 4, DRM_VTPU_PLACEMENT_HBM, &c->a);
+	if (!ret)
+		ret = vtpu_buf_new(fd, N * N * 4, DRM_VTPU_PLACEMENT_HOST, &c->b);
+	if (!ret)
+		ret = vtpu_buf_new(fd, N * (N + 1) * 4, out_placement, &c->out);
+	if (ret)
+		return ret;
+	vtpu_fill_random(c->a.map, N * N, seed);
+	vtpu_fill_random(c->b.map, N * N, seed + 1000);
+	c->bind[0] = (struct drm_vtpu_binding){ c->a.handle,
+		DRM_VTPU_BIND_READ, 0, N * N * 4 };
+	c->bind[1] = (struct drm_vtpu_binding){ c->b.handle,
+		DRM_VTPU_BIND_READ, 0, N * N * 4 };
+	c->bind[2] = (struct drm_vtpu_binding){ c->out.handle,
+		DRM_VTPU_BIND_WRITE, 0, N * (N + 1) * 4 };
+	return 0;
+}
+
+static void compute_teardown(int fd, struct compute *c)
+{
+	vtpu_buf_free(fd, &c->prog);
+	vtpu_buf_free(fd, &c->a);
+	vtpu_buf_free(fd, &c->b);
+	vtpu_buf_free(fd, &c->out);
+}
+
+/* The userspace executor's output for the same program and inputs. */
+static int compute_reference(struct compute *c, __u64 vmem, float *out)
+{
+	static const __u32 access[3] = {
+		VTPU_ACCESS_READ, VTPU_ACCESS_READ, VTPU_ACCESS_WRITE,
+	};
+	struct vtpu_exec_binding eb[3] = {
+		{ c->a.map, N * N * 4 }, { c->b.map, N * N * 4 },
+		{ out, N * (N + 1) * 4 },
+	};
+
+	return vtpu_ref_run(c->prog.map, c->prog_size, eb, access, 3, vmem);
+}
+
+static int compute_submit(int fd, struct compute *c, __u32 profile,
+			  __u64 *id)
+{
+	struct vtpu_submit_args a = {
+		.prog = &c->prog, .prog_size = c->prog_size,
+		.bind = c->bind, .nbind = 3, .profile = profile,
+	};
+
+	return vtpu_submit(fd, &a, id);
+}
+
+FIXTURE(job) {
+	int fd;
+	int minor;
+	struct vtpu_params params;
+	struct drm_vtpu_query q;
+};
+
+FIXTURE_SETUP(job)
+{
+	vtpu_params_get(&self->params);
+	self->fd = vtpu_open(0);
+	ASSERT_LE(0, self->fd) TH_LOG("no vtpu device");
+	self->minor = vtpu_minor(self->fd);
+	ASSERT_EQ(0, vtpu_query(self->fd, &self->q));
+	ASSERT_TRUE(self->q.features & DRM_VTPU_FEATURE_SUBMIT);
+}
+
+FIXTURE_TEARDOWN(job)
+{
+	close(self->fd);
+}
+
+TEST_F(job, end_only_program_completes)
+{
+	struct vtpu_buf prog;
+	struct vtpu_asm as;
+	size_t size;
+	__u64 id;
+	int status = -1;
+	void *p;
+
+	vtpu_asm_init(&as, 0, 0);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &size);
+	vtpu_asm_free(&as);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+
+	struct vtpu_submit_args a = { .prog = &prog, .prog_size = size };
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+	ASSERT_NE(0, id);
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+	EXPECT_EQ(0, status);
+	/* Reported once: the id is forgotten. */
+	EXPECT_EQ(-ENOENT, vtpu_job_wait(self->fd, id, 0, NULL));
+	vtpu_buf_free(self->fd, &prog);
+}
+
+TEST_F(job, results_equal_userspace_executor_bit_for_bit)
+{
+	static float ref[N * (N + 1)];
+	__u32 placements[] = { DRM_VTPU_PLACEMENT_HBM, DRM_VTPU_PLACEMENT_HOST };
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		struct compute c;
+		int status = -1;
+		__u64 id;
+
+		ASSERT_EQ(0, compute_setup(self->fd, &c, 7 + i, placements[i]));
+		ASSERT_EQ(0, compute_reference(&c, self->q.vmem_size, ref));
+		ASSERT_EQ(0, compute_submit(self->fd, &c, 0, &id));
+		ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 60, &status));
+		ASSERT_EQ(0, status);
+		EXPECT_EQ(0, memcmp(ref, c.out.map, sizeof(ref)))
+			TH_LOG("placement %u: kernel and userspace differ",
+			       placements[i]);
+		/* And the result is not trivially zero. */
+		EXPECT_FALSE(vtpu_mem_is(c.out.map, 0, sizeof(ref)));
+		compute_teardown(self->fd, &c);
+	}
+}
+
+TEST_F(job, profile_records_the_job)
+{
+	struct drm_vtpu_profile *p;
+	struct vtpu_buf prof;
+	struct compute c;
+	int status = -1;
+	__s64 before;
+	__u64 id;
+	unsigned int i;
+
+	ASSERT_EQ(0, compute_setup(self->fd, &c, 3, DRM_VTPU_PLACEMENT_AUTO));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &prof));
+	memset(prof.map, 0xff, prof.size);
+	before = vtpu_now_ns();
+	ASSERT_EQ(0, compute_submit(self->fd, &c, prof.handle, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 60, &status));
+	ASSERT_EQ(0, status);
+
+	p = prof.map;
+	EXPECT_EQ(0, p->status);
+	EXPECT_LT(p->core, self->q.core_count);
+	EXPECT_LE((__u64)before, p->queued);
+	EXPECT_LE(p->queued, p->start);
+	EXPECT_LE(p->start, p->end);
+	EXPECT_LE(p->end, (__u64)vtpu_now_ns());
+	EXPECT_EQ(12, p->insns);	/* every instruction, END included */
+	/* 2*N^3 for the matmul plus elementwise and reduce work. */
+	EXPECT_LE(2ULL * N * N * N, p->flops);
+	EXPECT_EQ(2ULL * N * N * 4 + (N * N + N) * 4, p->dma_bytes);
+	ASSERT_EQ(3, p->trace_count);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(i, p->trace[i].id);
+		EXPECT_LE(p->start, p->trace[i].timestamp);
+		EXPECT_GE(p->end, p->trace[i].timestamp);
+		if (i)
+			EXPECT_LE(p->trace[i - 1].timestamp, p->trace[i].timestamp);
+	}
+	vtpu_buf_free(self->fd, &prof);
+	compute_teardown(self->fd, &c);
+}
+
+TEST_F(job, profile_buffer_too_small_is_einval)
+{
+	struct vtpu_state before;
+	struct vtpu_buf prof;
+	struct compute c;
+	struct drm_vtpu_submit s;
+
+	ASSERT_EQ(0, compute_setup(self->fd, &c, 3, DRM_VTPU_PLACEMENT_AUTO));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &prof));
+	ASSERT_EQ(0, vtpu_state_get(self->fd, &before));
+	memset(&s, 0, sizeof(s));
+	s.program_handle = c.prog.handle;
+	s.program_size = c.prog_size;
+	s.bindings = (__u64)(uintptr_t)c.bind;
+	s.binding_count = 3;
+	s.profile_handle = prof.handle;
+	/* The header and three trace records need more than 4096 - 4032. */
+	s.profile_offset = 4096 - sizeof(struct drm_vtpu_profile) - 8;
+	EXPECT_EQ(-EINVAL, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_SUBMIT, &s));
+	s.profile_offset = 4; /* misaligned */
+	EXPECT_EQ(-EINVAL, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_SUBMIT, &s));
+	EXPECT_STATE_UNCHANGED(self->fd, &before);
+	EXPECT_EQ(0, vtpu_jobs_alive(self->minor));
+	vtpu_buf_free(self->fd, &prof);
+	compute_teardown(self->fd, &c);
+}
+
+/* Job B reads what job A wrote, ordered only by a syncobj. */
+TEST_F(job, syncobj_chains_job_a_before_job_b)
+{
+	struct vtpu_buf pa, pb, x, y;
+	struct drm_vtpu_binding ba, bb[2];
+	struct drm_vtpu_sync in;
+	struct vtpu_asm as;
+	__u32 sync;
+	size_t sa, sb;
+	void *p;
+	__u64 ida, idb;
+	int status = -1;
+	unsigned int i;
+	struct vtpu_tile t = vtpu_tile_f32(0, 64, 64, 64);
+	struct vtpu_tile u = vtpu_tile_f32(64 * 64 * 4, 64, 64, 64);
+
+	/* A: x = 100 x (ones . halves) = 3200 everywhere, after some work. */
+	p = vtpu_prog_spin(64, 100, &sa);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, sa, &pa));
+	free(p);
+	/* B: y = x + 1. */
+	vtpu_asm_init(&as, 2 * 64 * 64 * 4, 2);
+	vtpu_asm_dma_load(&as, t, 0, 0, 64 * 4, VTPU_DT_F32);
+	vtpu_asm_binary_imm(&as, VTPU_BINARY_ADD, u, t, 1.0f);
+	vtpu_asm_dma_store(&as, u, 1, 0, 64 * 4, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &sb);
+	vtpu_asm_free(&as);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, sb, &pb));
+	free(p);
+
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 64 * 64 * 4,
+				  DRM_VTPU_PLACEMENT_HBM, &x));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 64 * 64 * 4,
+				  DRM_VTPU_PLACEMENT_HOST, &y));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync));
+
+	ba = (struct drm_vtpu_binding){ x.handle, DRM_VTPU_BIND_WRITE, 0,
+					x.size };
+	bb[0] = (struct drm_vtpu_binding){ x.handle, DRM_VTPU_BIND_READ, 0,
+					   x.size };
+	bb[1] = (struct drm_vtpu_binding){ y.handle, DRM_VTPU_BIND_WRITE, 0,
+					   y.size };
+	in = (struct drm_vtpu_sync){ .handle = sync };
+
+	struct vtpu_submit_args a = {
+		.prog = &pa, .prog_size = sa, .bind = &ba, .nbind = 1,
+		.out_sync = sync,
+	};
+	struct vtpu_submit_args b = {
+		.prog = &pb, .prog_size = sb, .bind = bb, .nbind = 2,
+		.in = &in, .nin = 1,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &ida));
+	ASSERT_EQ(0, vtpu_submit(self->fd, &b, &idb));
+	/* Waiting on B alone must be enough. */
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, idb, 60, &status));
+	ASSERT_EQ(0, status);
+	for (i = 0; i < 64 * 64; i++)
+		if (((float *)y.map)[i] != 3201.0f)
+			break;
+	EXPECT_EQ(64 * 64, i) TH_LOG("y[%u] = %f, want 3201", i,
+				     ((float *)y.map)[i]);
+	/* The syncobj carries A's fence: signalled by now. */
+	EXPECT_EQ(0, drmSyncobjWait(self->fd, &sync, 1, 0, 0, NULL));
+	EXPECT_EQ(0, vtpu_job_wait(self->fd, ida, 60, &status));
+	EXPECT_EQ(0, status);
+
+	drmSyncobjDestroy(self->fd, sync);
+	vtpu_buf_free(self->fd, &pa);
+	vtpu_buf_free(self->fd, &pb);
+	vtpu_buf_free(self->fd, &x);
+	vtpu_buf_free(self->fd, &y);
+}
+
+TEST_F(job, timeline_syncobj_point_signals)
+{
+	struct vtpu_buf prog;
+	struct vtpu_asm as;
+	uint64_t point = 5;
+	__u64 id;
+	__u32 sync;
+	size_t size;
+	void *p;
+
+	vtpu_asm_init(&as, 0, 0);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &size);
+	vtpu_asm_free(&as);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync));
+
+	struct drm_vtpu_submit s = {
+		.program_handle = prog.handle, .program_size = size,
+		.out_sync = sync, .out_sync_point = point,
+	};
+
+	ASSERT_EQ(0, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_SUBMIT, &s));
+	id = s.job_id;
+	EXPECT_EQ(0, drmSyncobjTimelineWait(self->fd, &sync, &point, 1,
+					    vtpu_now_ns() + 30000000000LL,
+					    0, NULL));
+	EXPECT_EQ(0, vtpu_job_wait(self->fd, id, 30, NULL));
+	drmSyncobjDestroy(self->fd, sync);
+	vtpu_buf_free(self->fd, &prog);
+}
+
+TEST_F(job, job_wait_errors)
+{
+	struct drm_vtpu_job_wait w = { .job_id = 1, .flags = 1 };
+
+	EXPECT_EQ(-EINVAL, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_JOB_WAIT, &w));
+	w.flags = 0;
+	w.job_id = 0;
+	EXPECT_EQ(-ENOENT, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_JOB_WAIT, &w));
+	w.job_id = 999999;
+	EXPECT_EQ(-ENOENT, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_JOB_WAIT, &w));
+	w.job_id = ~0ULL;
+	EXPECT_EQ(-ENOENT, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_JOB_WAIT, &w));
+}
+
+/* Every malformed SUBMIT fails with its errno and leaves nothing behind. */
+TEST_F(job, bad_submit_is_rejected_without_state_change)
+{
+	struct drm_vtpu_binding bind[DRM_VTPU_MAX_BINDINGS + 1];
+	struct drm_vtpu_sync sync = { .handle = 12345 };
+	struct vtpu_state before;
+	struct compute c;
+	struct drm_vtpu_submit s, good;
+	struct vtpu_prog_header *h;
+	struct vtpu_buf bad;
+	unsigned int i;
+
+	ASSERT_EQ(0, compute_setup(self->fd, &c, 1, DRM_VTPU_PLACEMENT_AUTO));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, c.prog.size,
+				  DRM_VTPU_PLACEMENT_HOST, &bad));
+	ASSERT_EQ(0, vtpu_state_get(self->fd, &before));
+	memset(&good, 0, sizeof(good));
+	good.program_handle = c.prog.handle;
+	good.program_size = c.prog_size;
+	good.bindings = (__u64)(uintptr_t)c.bind;
+	good.binding_count = 3;
+
+#define EXPECT_SUBMIT(err, edit) do {					\
+		s = good;						\
+		edit;							\
+		EXPECT_EQ(err, vtpu_ioctl(self->fd,			\
+					  DRM_IOCTL_VTPU_SUBMIT, &s))	\
+			TH_LOG("%s", #edit);				\
+	} while (0)
+
+	EXPECT_SUBMIT(-EINVAL, s.flags = 1);
+	EXPECT_SUBMIT(-EINVAL, s.flags = 0x80000000);
+	EXPECT_SUBMIT(-E2BIG, s.binding_count = DRM_VTPU_MAX_BINDINGS + 1);
+	EXPECT_SUBMIT(-E2BIG, s.in_sync_count = DRM_VTPU_MAX_IN_SYNCS + 1);
+	EXPECT_SUBMIT(-EINVAL, s.binding_count = 2);	/* program wants 3 */
+	EXPECT_SUBMIT(-EFAULT, s.bindings = 8);
+	EXPECT_SUBMIT(-ENOENT, s.program_handle = 999999);
+	EXPECT_SUBMIT(-EINVAL, s.program_size = 16);
+	EXPECT_SUBMIT(-EINVAL, s.program_size = c.prog_size - 1);
+	EXPECT_SUBMIT(-EINVAL, s.program_size = c.prog.size + 64);
+	EXPECT_SUBMIT(-EINVAL, s.program_offset = ~0ULL - 8);
+	EXPECT_SUBMIT(-EINVAL, s.program_size = ~0ULL);
+	EXPECT_SUBMIT(-ENOENT, s.out_sync = 999999);
+	EXPECT_SUBMIT(-EINVAL, s.out_sync_point = 1);	/* point without sync */
+	EXPECT_SUBMIT(-ENOENT, s.profile_handle = 999999);
+	EXPECT_SUBMIT(-EINVAL, s.profile_offset = 8);	/* offset without buffer */
+	EXPECT_SUBMIT(-ENOENT, (s.in_syncs = (__u64)(uintptr_t)&sync,
+				s.in_sync_count = 1));
+	sync.handle = 0;
+	sync.flags = 1;
+	EXPECT_SUBMIT(-EINVAL, (s.in_syncs = (__u64)(uintptr_t)&sync,
+				s.in_sync_count = 1));
+
+	/* Bindings: flags, handles and ranges. */
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[0].flags = 0;
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+	bind[0].flags = 4;
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[1].handle = 999999;
+	EXPECT_SUBMIT(-ENOENT, s.bindings = (__u64)(uintptr_t)bind);
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[2].size = 0;
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[2].offset = c.out.size - 4;	/* range past the buffer */
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[2].offset = ~0ULL;
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+	/* In range of the buffer, but smaller than the program's DMA. */
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[2].size -= 4;
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+	/* Write-only input: the program reads binding 0. */
+	memcpy(bind, c.bind, sizeof(c.bind));
+	bind[0].flags = DRM_VTPU_BIND_WRITE;
+	EXPECT_SUBMIT(-EINVAL, s.bindings = (__u64)(uintptr_t)bind);
+
+	/* Malformed programs: bad checksum, unknown opcode (rechecksummed). */
+	memcpy(bad.map, c.prog.map, c.prog_size);
+	((__u8 *)bad.map)[sizeof(*h) + 5] ^= 1;
+	EXPECT_SUBMIT(-EINVAL, s.program_handle = bad.handle);
+	memcpy(bad.map, c.prog.map, c.prog_size);
+	((struct vtpu_insn *)((__u8 *)bad.map + sizeof(*h)))[1].op = 0xee;
+	vtpu_asm_checksum(bad.map, c.prog_size);
+	EXPECT_SUBMIT(-EINVAL, s.program_handle = bad.handle);
+	memcpy(bad.map, c.prog.map, c.prog_size);
+	h = bad.map;
+	h->vmem_size = self->q.vmem_size + 4;
+	vtpu_asm_checksum(bad.map, c.prog_size);
+	EXPECT_SUBMIT(-EINVAL, s.program_handle = bad.handle);
+#undef EXPECT_SUBMIT
+
+	EXPECT_STATE_UNCHANGED(self->fd, &before);
+	EXPECT_EQ(0, vtpu_jobs_alive(self->minor));
+
+	/* And the good request still works after all that. */
+	for (i = 0; i < 1; i++) {
+		__u64 id;
+		int status = -1;
+
+		s = good;
+		ASSERT_EQ(0, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_SUBMIT, &s));
+		id = s.job_id;
+		ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 60, &status));
+		EXPECT_EQ(0, status);
+	}
+	vtpu_buf_free(self->fd, &bad);
+	compute_teardown(self->fd, &c);
+}
+
+/* A program that runs far past the job timeout. */
+static void *runaway_program(size_t *size)
+{
+	/* 256^3 MACs per MATMUL; thousands of them take minutes. */
+	return vtpu_prog_spin(256, 4000, size);
+}
+
+TEST_F(job, runaway_job_times_out_while_other_files_jobs_complete)
+{
+	struct vtpu_buf prog, out, prof, oprof;
+	struct drm_vtpu_profile *rp, *op;
+	struct drm_vtpu_binding b;
+	__u64 other_end[5];
+	long timeouts_before;
+	size_t size;
+	__u64 id;
+	int other, status = 0, i;
+	void *p;
+
+	timeouts_before = vtpu_core_timeouts(self->minor);
+	ASSERT_LE(0, timeouts_before);
+	p = runaway_program(&size);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 256 * 256 * 4,
+				  DRM_VTPU_PLACEMENT_AUTO, &out));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &prof));
+	b = (struct drm_vtpu_binding){ out.handle, DRM_VTPU_BIND_WRITE, 0,
+				       out.size };
+
+	struct vtpu_submit_args a = {
+		.prog = &prog, .prog_size = size, .bind = &b, .nbind = 1,
+		.profile = prof.handle,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+
+	/* Meanwhile another file's jobs run on the other core(s). */
+	other = vtpu_open(0);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, vtpu_buf_new(other, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &oprof));
+	op = oprof.map;
+	for (i = 0; i < 5; i++) {
+		static float ref[N * (N + 1)];
+		struct compute c;
+		int st = -1;
+		__u64 oid;
+
+		ASSERT_EQ(0, compute_setup(other, &c, 40 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		ASSERT_EQ(0, compute_reference(&c, self->q.vmem_size, ref));
+		ASSERT_EQ(0, compute_submit(other, &c, oprof.handle, &oid));
+		ASSERT_EQ(0, vtpu_job_wait(other, oid, 60, &st));
+		EXPECT_EQ(0, st);
+		EXPECT_EQ(0, memcmp(ref, c.out.map, sizeof(ref)));
+		other_end[i] = op->end;
+		compute_teardown(other, &c);
+	}
+	vtpu_buf_free(other, &oprof);
+	close(other);
+
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 120, &status));
+	EXPECT_EQ(-ETIMEDOUT, status);
+	rp = prof.map;
+	EXPECT_EQ(-ETIMEDOUT, rp->status);
+	EXPECT_LT(rp->insns, 4000);
+	EXPECT_LT(0, rp->insns);
+	/*
+	 * The core's watchdog stops it at the timeout, give or take one
+	 * instruction; the scheduler's backstop would take twice as long.
+	 */
+	TH_LOG("runaway: %llu instructions in %llu ms (timeout %lu ms)",
+	       (unsigned long long)rp->insns,
+	       (unsigned long long)(rp->end - rp->start) / 1000000,
+	       vtpu_env_ulong("VTPU_JOB_TIMEOUT_MS", 2000));
+	EXPECT_LE(vtpu_env_ulong("VTPU_JOB_TIMEOUT_MS", 2000) * 1000000ULL,
+		  rp->end - rp->start);
+	EXPECT_GT(vtpu_env_ulong("VTPU_JOB_TIMEOUT_MS", 2000) * 1500000ULL,
+		  rp->end - rp->start);
+	EXPECT_EQ(timeouts_before + 1, vtpu_core_timeouts(self->minor));
+	/* The other file's jobs all ended while the runaway still ran. */
+	for (i = 0; i < 5; i++)
+		EXPECT_LT(other_end[i], rp->end);
+
+	/* The core went on: the same file's next job runs normally. */
+	{
+		static float ref[N * (N + 1)];
+		struct compute c;
+		int st = -1;
+		__u64 nid;
+
+		ASSERT_EQ(0, compute_setup(self->fd, &c, 99,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		ASSERT_EQ(0, compute_reference(&c, self->q.vmem_size, ref));
+		ASSERT_EQ(0, compute_submit(self->fd, &c, 0, &nid));
+		ASSERT_EQ(0, vtpu_job_wait(self->fd, nid, 60, &st));
+		EXPECT_EQ(0, st);
+		EXPECT_EQ(0, memcmp(ref, c.out.map, sizeof(ref)));
+		compute_teardown(self->fd, &c);
+	}
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &out);
+	vtpu_buf_free(self->fd, &prof);
+}
+
+/* The job behind a runaway keeps its buffer alive after GEM_CLOSE. */
+TEST_F(job, bo_closed_while_job_queued_lives_until_job_ends)
+{
+	struct vtpu_buf spin, prog, x, dummy;
+	struct vtpu_bo_counts c0, c1, c2;
+	struct drm_vtpu_binding bs, bx;
+	struct drm_vtpu_sync in;
+	struct vtpu_asm as;
+	size_t ss, sp;
+	__u32 sync;
+	__u64 ids, idx;
+	int status;
+	void *p;
+
+	p = runaway_program(&ss);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, ss, &spin));
+	free(p);
+	vtpu_asm_init(&as, 4096, 1);
+	vtpu_asm_fill_f32(&as, vtpu_tile_f32(0, 1, 1024, 1024), 7.0f);
+	vtpu_asm_dma_store(&as, vtpu_tile_f32(0, 1, 1024, 1024), 0, 0, 4096,
+			   VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &sp);
+	vtpu_asm_free(&as);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, sp, &prog));
+	free(p);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 256 * 256 * 4,
+				  DRM_VTPU_PLACEMENT_AUTO, &dummy));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync));
+
+	/* X: created, bound to a job that waits behind the runaway. */
+	ASSERT_EQ(0, vtpu_debugfs_counts(self->minor, &c0));
+	{
+		struct drm_vtpu_bo_create cr = {
+			.size = 4096, .placement = DRM_VTPU_PLACEMENT_HOST,
+		};
+
+		ASSERT_EQ(0, vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_BO_CREATE, &cr));
+		x.handle = cr.handle;
+	}
+	bs = (struct drm_vtpu_binding){ dummy.handle, DRM_VTPU_BIND_WRITE, 0,
+					dummy.size };
+	bx = (struct drm_vtpu_binding){ x.handle, DRM_VTPU_BIND_WRITE, 0,
+					4096 };
+	in = (struct drm_vtpu_sync){ .handle = sync };
+
+	struct vtpu_submit_args a = {
+		.prog = &spin, .prog_size = ss, .bind = &bs, .nbind = 1,
+		.out_sync = sync,
+	};
+	struct vtpu_submit_args b = {
+		.prog = &prog, .prog_size = sp, .bind = &bx, .nbind = 1,
+		.in = &in, .nin = 1,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &ids));
+	ASSERT_EQ(0, vtpu_submit(self->fd, &b, &idx));
+	ASSERT_EQ(0, vtpu_bo_close(self->fd, x.handle));
+
+	/* Closed by userspace, still alive: the queued job holds it. */
+	ASSERT_EQ(0, vtpu_debugfs_counts(self->minor, &c1));
+	EXPECT_EQ(c0.host_bos + 1, c1.host_bos);
+	EXPECT_EQ(-ETIME, vtpu_job_wait(self->fd, idx, 0, NULL));
+
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, ids, 120, &status));
+	EXPECT_EQ(-ETIMEDOUT, status);
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, idx, 120, &status));
+	/* The job ended: its buffer is gone once the job is freed. */
+	ASSERT_TRUE(vtpu_wait_idle(self->minor, 30));
+	ASSERT_EQ(0, vtpu_debugfs_counts(self->minor, &c2));
+	EXPECT_EQ(c0.host_bos, c2.host_bos);
+
+	drmSyncobjDestroy(self->fd, sync);
+	vtpu_buf_free(self->fd, &spin);
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &dummy);
+}
+
+struct worker {
+	int fd;
+	unsigned int seed;
+	unsigned int jobs;
+	unsigned int ok;
+	__u64 vmem;
+};
+
+/* Submits batches of jobs, waits, checks every result. */
+static void *worker_main(void *arg)
+{
+	static __thread float ref[N * (N + 1)];
+	struct worker *w = arg;
+	struct compute c[4];
+	unsigned int i, k;
+
+	for (k = 0; k < 4; k++)
+		if (compute_setup(w->fd, &c[k], w->seed + k,
+				  k & 1 ? DRM_VTPU_PLACEMENT_HOST :
+					  DRM_VTPU_PLACEMENT_AUTO))
+			return NULL;
+	for (i = 0; i < w->jobs; i += 4) {
+		__u64 id[4];
+
+		for (k = 0; k < 4; k++) {
+			memset(c[k].out.map, 0, c[k].out.size);
+			if (compute_submit(w->fd, &c[k], 0, &id[k]))
+				return NULL;
+		}
+		for (k = 0; k < 4; k++) {
+			int st = -1;
+
+			if (vtpu_job_wait(w->fd, id[k], 120, &st) || st)
+				return NULL;
+			if (compute_reference(&c[k], w->vmem, ref))
+				return NULL;
+			if (!memcmp(ref, c[k].out.map, sizeof(ref)))
+				w->ok++;
+		}
+	}
+	for (k = 0; k < 4; k++)
+		compute_teardown(w->fd, &c[k]);
+	return NULL;
+}
+
+#define THREADS		4
+#define JOBS		48
+
+/* Runs in each of two processes; returns correct jobs. */
+static unsigned int stress_process(unsigned int seed, __u64 vmem)
+{
+	struct worker w[THREADS];
+	pthread_t t[THREADS];
+	unsigned int i, ok = 0;
+	int shared = vtpu_open(0);
+
+	for (i = 0; i < THREADS; i++) {
+		/* Half the threads share a file, half have their own. */
+		w[i] = (struct worker){
+			.fd = i & 1 ? vtpu_open(0) : shared,
+			.seed = seed + 100 * i, .jobs = JOBS, .vmem = vmem,
+		};
+		pthread_create(&t[i], NULL, worker_main, &w[i]);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ok += w[i].ok;
+		if (w[i].fd != shared)
+			close(w[i].fd);
+	}
+	close(shared);
+	return ok;
+}
+
+TEST_F(job, threads_and_processes_get_correct_results)
+{
+	unsigned int ok;
+	int pfd[2], wst;
+	pid_t pid;
+	__u32 child_ok = 0;
+
+	ASSERT_EQ(0, pipe(pfd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		__u32 n = stress_process(5000, self->q.vmem_size);
+
+		if (write(pfd[1], &n, sizeof(n)) != sizeof(n))
+			_exit(2);
+		_exit(0);
+	}
+	ok = stress_process(1, self->q.vmem_size);
+	ASSERT_EQ(sizeof(child_ok), read(pfd[0], &child_ok, sizeof(child_ok)));
+	ASSERT_EQ(pid, waitpid(pid, &wst, 0));
+	EXPECT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	EXPECT_EQ(THREADS * JOBS, ok);
+	EXPECT_EQ(THREADS * JOBS, child_ok);
+	close(pfd[0]);
+	close(pfd[1]);
+	EXPECT_TRUE(vtpu_wait_idle(self->minor, 30));
+}
+
+/* A child submits a queue of jobs, then closes or dies: nothing leaks. */
+static void queue_and_leave(int how)
+{
+	struct compute c[8];
+	unsigned int i, k;
+	int fd = vtpu_open(0);
+
+	for (k = 0; k < 8; k++)
+		if (compute_setup(fd, &c[k], k, DRM_VTPU_PLACEMENT_AUTO))
+			_exit(3);
+	for (i = 0; i < 8; i++)
+		for (k = 0; k < 8; k++)
+			if (compute_submit(fd, &c[k], 0, NULL))
+				_exit(4);
+	if (how == 0) {
+		close(fd);	/* handles, mappings of the BOs stay */
+		_exit(0);
+	}
+	kill(getpid(), SIGKILL);
+}
+
+static void leave_test(struct __test_metadata *_metadata, int minor, int how)
+{
+	struct vtpu_bo_counts before, after;
+	pid_t pid;
+	int wst;
+
+	ASSERT_EQ(0, vtpu_debugfs_counts(minor, &before));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		queue_and_leave(how);
+	ASSERT_EQ(pid, waitpid(pid, &wst, 0));
+	if (how == 0) {
+		ASSERT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	} else {
+		ASSERT_TRUE(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
+	}
+	ASSERT_TRUE(vtpu_wait_idle(minor, 60)) TH_LOG("jobs still alive");
+	ASSERT_EQ(0, vtpu_debugfs_counts(minor, &after));
+	EXPECT_EQ(before.hbm_bos, after.hbm_bos);
+	EXPECT_EQ(before.host_bos, after.host_bos);
+	EXPECT_EQ(before.hbm_bytes, after.hbm_bytes);
+	EXPECT_EQ(before.host_bytes, after.host_bytes);
+}
+
+TEST_F(job, closing_fd_with_jobs_queued_leaks_nothing)
+{
+	leave_test(_metadata, self->minor, 0);
+}
+
+TEST_F(job, killed_process_with_jobs_queued_leaks_nothing)
+{
+	leave_test(_metadata, self->minor, 1);
+}
+
+TEST_HARNESS_MAIN

@@ -29,6 +29,7 @@
 #include "vtpu_drv.h"
 #include "vtpu_gem.h"
 #include "vtpu_job.h"
+#include "vtpu_uring.h"
 
 #define VTPU_MAX_DEVICES	16
 #define VTPU_MAX_CORES		64
@@ -72,6 +73,7 @@ static const struct file_operations vtpu_fops = {
 	.owner = THIS_MODULE,
 	DRM_ACCEL_FOPS,
 	.show_fdinfo = drm_show_fdinfo,
+	.uring_cmd = vtpu_uring_cmd,
 };
 
 static const struct drm_driver vtpu_drm_driver = {

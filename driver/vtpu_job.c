@@ -357,18 +357,31 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
 	return job;
 }
 
-int vtpu_ioctl_submit(struct drm_device *drm, void *data,
-		      struct drm_file *file)
+/**
+ * vtpu_job_submit() - validate and queue one job
+ * @drm: device
+ * @file: the submitting file
+ * @args: the request, already copied into the kernel; @args->job_id is set
+ * @done_out: NULL to keep a record JOB_WAIT can find the job by; else it
+ *	receives a reference to the job's finished fence and no record is kept
+ *
+ * Shared by the SUBMIT ioctl and the io_uring SUBMIT command, so both
+ * check exactly the same things. Nothing is queued unless all succeeds.
+ *
+ * Return: 0 or -errno.
+ */
+int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
+		    struct drm_vtpu_submit *args, struct dma_fence **done_out)
 {
 	struct vtpu_device *vdev = to_vtpu_device(drm);
 	struct vtpu_file *vfile = file->driver_priv;
-	struct drm_vtpu_submit *args = data;
 	struct vtpu_binding_desc *desc = NULL;
 	struct dma_fence_chain *chain = NULL;
 	struct drm_syncobj *out_sync = NULL;
+	bool record = !done_out;
 	struct dma_fence *done;
 	struct vtpu_job *job;
-	u32 id;
+	u64 id;
 	int ret;
 
 	ret = vtpu_submit_check(drm, args);
@@ -423,16 +436,28 @@ int vtpu_ioctl_submit(struct drm_device *drm, void *data,
 		}
 	}
 
-	/* Reserve the id now; the fence exists only once the job is armed. */
-	ret = xa_alloc(&vfile->jobs, &id, xa_mk_value(0),
-		       XA_LIMIT(1, VTPU_MAX_JOB_RECORDS), GFP_KERNEL);
-	if (ret)
-		goto err_cleanup;
+	id = atomic64_inc_return(&vfile->next_id);
+	if (record) {
+		/* Reserve the slot now: the fence exists only once armed. */
+		if (atomic_inc_return(&vfile->nrecords) > VTPU_MAX_JOB_RECORDS) {
+			atomic_dec(&vfile->nrecords);
+			ret = -EBUSY;
+			goto err_cleanup;
+		}
+		ret = xa_insert(&vfile->jobs, id, xa_mk_value(0), GFP_KERNEL);
+		if (ret) {
+			atomic_dec(&vfile->nrecords);
+			goto err_cleanup;
+		}
+	}
 
 	mutex_lock(&vfile->submit_lock);
 	drm_sched_job_arm(&job->base);
 	done = &job->base.s_fence->finished;
-	xa_store(&vfile->jobs, id, dma_fence_get(done), GFP_KERNEL);
+	if (record)
+		xa_store(&vfile->jobs, id, dma_fence_get(done), GFP_KERNEL);
+	else
+		*done_out = dma_fence_get(done);
 	if (out_sync) {
 		if (chain)
 			drm_syncobj_add_point(out_sync, chain, done,
@@ -460,6 +485,12 @@ err_free:
 	return ret;
 }
 
+int vtpu_ioctl_submit(struct drm_device *drm, void *data,
+		      struct drm_file *file)
+{
+	return vtpu_job_submit(drm, file, data, NULL);
+}
+
 int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,
 			struct drm_file *file)
 {
@@ -472,7 +503,8 @@ int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,
 		drm_dbg(drm, "job_wait: unknown flags 0x%x\n", args->flags);
 		return -EINVAL;
 	}
-	if (!args->job_id || args->job_id > VTPU_MAX_JOB_RECORDS)
+	/* xarray indices are unsigned long: ids beyond do not exist. */
+	if (!args->job_id || args->job_id != (unsigned long)args->job_id)
 		return -ENOENT;
 
 	xa_lock(&vfile->jobs);
@@ -493,8 +525,10 @@ int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,
 		args->status = fence->error;
 		/* Reported: forget the id, unless a racing wait already did. */
 		if (xa_cmpxchg(&vfile->jobs, args->job_id, fence, NULL,
-			       GFP_KERNEL) == fence)
+			       GFP_KERNEL) == fence) {
+			atomic_dec(&vfile->nrecords);
 			dma_fence_put(fence);
+		}
 		ret = 0;
 	}
 	dma_fence_put(fence);
@@ -517,7 +551,7 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file)
 		kfree(vfile);
 		return ret;
 	}
-	xa_init_flags(&vfile->jobs, XA_FLAGS_ALLOC1);
+	xa_init(&vfile->jobs);
 	mutex_init(&vfile->submit_lock);
 	file->driver_priv = vfile;
 	return 0;

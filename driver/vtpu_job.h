@@ -14,6 +14,7 @@
 #include "vtpu_exec.h"
 
 struct drm_vtpu_profile;
+struct drm_vtpu_submit;
 struct vtpu_bo;
 struct vtpu_device;
 
@@ -21,11 +22,15 @@ struct vtpu_device;
  * struct vtpu_file - per open file state
  * @entity: the file's scheduler entity, spanning every core of the device
  * @jobs: job id -> the job's finished fence, until JOB_WAIT reports it
+ * @nrecords: entries in @jobs
+ * @next_id: last job id handed out (ioctl and io_uring alike)
  * @submit_lock: serialises arming and pushing jobs of @entity
  */
 struct vtpu_file {
 	struct drm_sched_entity entity;
 	struct xarray jobs;
+	atomic_t nrecords;
+	atomic64_t next_id;
 	struct mutex submit_lock; /* Protects job arming order */
 };
 
@@ -81,6 +86,8 @@ extern const struct drm_sched_backend_ops vtpu_sched_ops;
 int vtpu_job_open(struct drm_device *drm, struct drm_file *file);
 void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file);
 
+int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
+		    struct drm_vtpu_submit *args, struct dma_fence **done_out);
 int vtpu_ioctl_submit(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,

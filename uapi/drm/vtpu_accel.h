@@ -251,7 +251,10 @@ struct drm_vtpu_submit {
 	__u64 out_sync_point;
 	/** @profile_offset: Input. 8-byte aligned. */
 	__u64 profile_offset;
-	/** @job_id: Output. Id of the job in this file, never 0. */
+	/**
+	 * @job_id: Output. Id of the job: per file, increasing, never 0.
+	 * Ignored on input.
+	 */
 	__u64 job_id;
 };
 
@@ -303,7 +306,8 @@ struct drm_vtpu_profile {
  * struct drm_vtpu_job_wait - wait for a job of this file to end
  *
  * Returns 0 once the job has ended, its result in @status; the id is then
- * forgotten. Errors: -EINVAL nonzero @flags; -ENOENT unknown @job_id (or
+ * forgotten. Jobs submitted through io_uring report through their CQE
+ * and have no record here. Errors: -EINVAL nonzero @flags; -ENOENT unknown @job_id (or
  * already reported); -ETIME @timeout_ns passed first; -ERESTARTSYS or
  * -EINTR when a signal came first.
  */
@@ -323,6 +327,43 @@ struct drm_vtpu_job_wait {
 	 * or -ENOENT (never ran: its file was closed or an in-sync failed).
 	 */
 	__s32 status;
+};
+
+/*
+ * io_uring passthrough: IORING_OP_URING_CMD on an open accel file, with
+ * sqe->cmd_op one of the values below (ioctl-encoded, like the ioctls).
+ * The request is checked exactly as DRM_IOCTL_VTPU_SUBMIT checks it.
+ *
+ * DRM_VTPU_URING_SUBMIT needs an IORING_SETUP_SQE128 ring: the whole
+ * struct drm_vtpu_submit (80 bytes) sits inline in sqe->cmd.
+ * DRM_VTPU_URING_SUBMIT_PTR works on any ring: sqe->cmd holds a
+ * struct drm_vtpu_uring_submit_ptr naming the request in user memory;
+ * it is read before the submission's io_uring_enter() returns.
+ *
+ * The CQE is posted when the job ends, not when it is queued:
+ *   res     0 when the job succeeded, else its -errno (as JOB_WAIT's
+ *           status), or the submission's -errno if nothing was queued
+ *   big_cqe[0] (IORING_SETUP_CQE32 rings): bits 0-31 the low 32 bits of
+ *           the job id, bits 32-63 the time the job spent on its core in
+ *           microseconds, saturated at 0xffffffff
+ * Commands still in flight when their ring goes away complete with
+ * -ECANCELED; their jobs run to their end and release everything.
+ * IORING_SETUP_IOPOLL rings are refused with -EOPNOTSUPP.
+ */
+#define DRM_VTPU_URING_SUBMIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VTPU_SUBMIT, struct drm_vtpu_submit)
+#define DRM_VTPU_URING_SUBMIT_PTR \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VTPU_SUBMIT, \
+		struct drm_vtpu_uring_submit_ptr)
+
+/**
+ * struct drm_vtpu_uring_submit_ptr - sqe->cmd of DRM_VTPU_URING_SUBMIT_PTR
+ */
+struct drm_vtpu_uring_submit_ptr {
+	/** @submit: Input. Pointer to a struct drm_vtpu_submit. */
+	__u64 submit;
+	/** @pad: Input. Must be zero. */
+	__u64 pad;
 };
 
 #if defined(__cplusplus)

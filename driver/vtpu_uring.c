@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * io_uring passthrough: IORING_OP_URING_CMD submits a job and completes
+ * when the job's fence signals, so an application keeps many jobs in
+ * flight and reaps them without a syscall each. Modelled on NVMe
+ * passthrough (drivers/nvme/host/ioctl.c) and ublk.
+ *
+ * Lifetime of a command: the submission (from io-wq: it sleeps) queues
+ * the job and hooks a callback on its finished fence. Either that
+ * callback or the cancellation of the command wins a cmpxchg on the
+ * request's state; the winner completes the io_uring command, exactly
+ * once. The request itself is freed by the fence side, which always
+ * runs, so a cancelled command never leaves a callback pointing at
+ * freed memory.
+ */
+
+#include <linux/dma-fence.h>
+#include <linux/io_uring/cmd.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include <drm/drm_file.h>
+#include <drm/drm_print.h>
+#include <drm/gpu_scheduler.h>
+#include <drm/vtpu_accel.h>
+
+#include "vtpu_drv.h"
+#include "vtpu_job.h"
+#include "vtpu_uring.h"
+
+enum vtpu_uring_state {
+	VTPU_URING_PENDING,
+	VTPU_URING_DONE,	/* the fence side completes the command */
+	VTPU_URING_CANCELED,	/* cancellation completed it */
+};
+
+/**
+ * struct vtpu_uring_req - one in-flight io_uring SUBMIT
+ * @cmd: the io_uring command; only touched by whoever wins @state
+ * @done: the job's finished fence (a reference)
+ * @cb: callback on @done
+ * @state: enum vtpu_uring_state
+ * @job_id: the job's id, for the big CQE
+ */
+struct vtpu_uring_req {
+	struct io_uring_cmd *cmd;
+	struct dma_fence *done;
+	struct dma_fence_cb cb;
+	atomic_t state;
+	u64 job_id;
+};
+
+struct vtpu_uring_pdu {
+	struct vtpu_uring_req *req;
+};
+
+static struct vtpu_uring_req *vtpu_uring_req(struct io_uring_cmd *cmd)
+{
+	return io_uring_cmd_to_pdu(cmd, struct vtpu_uring_pdu)->req;
+}
+
+static void vtpu_uring_req_free(struct vtpu_uring_req *req)
+{
+	dma_fence_put(req->done);
+	kfree(req);
+}
+
+/* The big CQE: job id, and microseconds the job spent on its core. */
+static u64 vtpu_uring_res2(struct vtpu_uring_req *req)
+{
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(req->done);
+	u64 us = 0;
+
+	if (test_bit(DMA_FENCE_FLAG_TIMESTAMP_BIT, &s_fence->scheduled.flags) &&
+	    test_bit(DMA_FENCE_FLAG_TIMESTAMP_BIT, &s_fence->finished.flags))
+		us = ktime_us_delta(s_fence->finished.timestamp,
+				    s_fence->scheduled.timestamp);
+	return (min_t(u64, us, U32_MAX) << 32) | lower_32_bits(req->job_id);
+}
+
+/* Completes the command with the job's result and frees the request. */
+static void vtpu_uring_complete(struct vtpu_uring_req *req,
+				unsigned int issue_flags)
+{
+	struct io_uring_cmd *cmd = req->cmd;
+	int status = req->done->error;
+	u64 res2 = vtpu_uring_res2(req);
+
+	vtpu_uring_req_free(req);
+	io_uring_cmd_done(cmd, status, res2, issue_flags);
+}
+
+static void vtpu_uring_task_done(struct io_uring_cmd *cmd,
+				 unsigned int issue_flags)
+{
+	vtpu_uring_complete(vtpu_uring_req(cmd), issue_flags);
+}
+
+/*
+ * The job ended. Called with the fence's lock held, possibly from the
+ * core's worker: hand the completion to the submitter's task context.
+ */
+static void vtpu_uring_fence_cb(struct dma_fence *fence,
+				struct dma_fence_cb *cb)
+{
+	struct vtpu_uring_req *req = container_of(cb, struct vtpu_uring_req, cb);
+
+	if (atomic_cmpxchg(&req->state, VTPU_URING_PENDING,
+			   VTPU_URING_DONE) == VTPU_URING_PENDING)
+		io_uring_cmd_do_in_task_lazy(req->cmd, vtpu_uring_task_done);
+	else
+		vtpu_uring_req_free(req);
+}
+
+static int vtpu_uring_cancel(struct io_uring_cmd *cmd,
+			     unsigned int issue_flags)
+{
+	struct vtpu_uring_req *req = vtpu_uring_req(cmd);
+
+	/* The job runs on to its end; the fence side frees @req then. */
+	if (atomic_cmpxchg(&req->state, VTPU_URING_PENDING,
+			   VTPU_URING_CANCELED) == VTPU_URING_PENDING)
+		io_uring_cmd_done(cmd, -ECANCELED, 0, issue_flags);
+	return 0;
+}
+
+/*
+ * Copies the request out of the SQE (shared with userspace, so every
+ * field is read once) or, for the _PTR form, out of user memory.
+ */
+static int vtpu_uring_copy_args(struct io_uring_cmd *cmd,
+				unsigned int issue_flags,
+				struct drm_vtpu_submit *args)
+{
+	const struct drm_vtpu_uring_submit_ptr *ptr;
+	const struct drm_vtpu_submit *sqe_args;
+	u64 uptr;
+
+	switch (cmd->cmd_op) {
+	case DRM_VTPU_URING_SUBMIT:
+		if (!(issue_flags & IO_URING_F_SQE128))
+			return -EINVAL;
+		sqe_args = io_uring_sqe_cmd(cmd->sqe);
+		args->flags = READ_ONCE(sqe_args->flags);
+		args->program_handle = READ_ONCE(sqe_args->program_handle);
+		args->program_offset = READ_ONCE(sqe_args->program_offset);
+		args->program_size = READ_ONCE(sqe_args->program_size);
+		args->bindings = READ_ONCE(sqe_args->bindings);
+		args->binding_count = READ_ONCE(sqe_args->binding_count);
+		args->in_sync_count = READ_ONCE(sqe_args->in_sync_count);
+		args->in_syncs = READ_ONCE(sqe_args->in_syncs);
+		args->out_sync = READ_ONCE(sqe_args->out_sync);
+		args->profile_handle = READ_ONCE(sqe_args->profile_handle);
+		args->out_sync_point = READ_ONCE(sqe_args->out_sync_point);
+		args->profile_offset = READ_ONCE(sqe_args->profile_offset);
+		args->job_id = 0;
+		return 0;
+	case DRM_VTPU_URING_SUBMIT_PTR:
+		ptr = io_uring_sqe_cmd(cmd->sqe);
+		if (READ_ONCE(ptr->pad))
+			return -EINVAL;
+		uptr = READ_ONCE(ptr->submit);
+		if (copy_from_user(args, u64_to_user_ptr(uptr), sizeof(*args)))
+			return -EFAULT;
+		args->job_id = 0;
+		return 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+/**
+ * vtpu_uring_cmd() - &file_operations.uring_cmd of the accel file
+ * @cmd: the command
+ * @issue_flags: IO_URING_F_* of this attempt
+ *
+ * Return: -EIOCBQUEUED once the job is queued (the CQE follows when it
+ * ends), -EAGAIN on the non-blocking first attempt, or -errno.
+ */
+int vtpu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct drm_file *file = cmd->file->private_data;
+	struct drm_vtpu_submit args;
+	struct vtpu_uring_req *req;
+	struct dma_fence *done;
+	int ret;
+
+	if (issue_flags & IO_URING_F_CANCEL)
+		return vtpu_uring_cancel(cmd, issue_flags);
+
+	/* Unknown commands fail at once, whatever the attempt. */
+	if (cmd->cmd_op != DRM_VTPU_URING_SUBMIT &&
+	    cmd->cmd_op != DRM_VTPU_URING_SUBMIT_PTR)
+		return -ENOTTY;
+
+	/*
+	 * Submitting allocates, copies from user memory and takes sleeping
+	 * locks: let io_uring retry from io-wq, where sleeping is fine.
+	 */
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		return -EAGAIN;
+
+	ret = vtpu_uring_copy_args(cmd, issue_flags, &args);
+	if (ret)
+		return ret;
+
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+
+	ret = vtpu_job_submit(file->minor->dev, file, &args, &done);
+	if (ret) {
+		kfree(req);
+		return ret;
+	}
+	req->cmd = cmd;
+	req->done = done;
+	req->job_id = args.job_id;
+	atomic_set(&req->state, VTPU_URING_PENDING);
+	io_uring_cmd_to_pdu(cmd, struct vtpu_uring_pdu)->req = req;
+
+	io_uring_cmd_mark_cancelable(cmd, issue_flags);
+	if (dma_fence_add_callback(done, &req->cb, vtpu_uring_fence_cb)) {
+		/* Already over: complete now, unless a cancel came first. */
+		if (atomic_cmpxchg(&req->state, VTPU_URING_PENDING,
+				   VTPU_URING_DONE) == VTPU_URING_PENDING)
+			vtpu_uring_complete(req, issue_flags);
+		else
+			vtpu_uring_req_free(req);
+	}
+	return -EIOCBQUEUED;
+}

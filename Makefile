@@ -44,6 +44,12 @@ LIBEXEC := $(BUILD)/lib/libvtpu_exec.a
 LIBEXEC_SAN := $(BUILD)/lib/libvtpu_exec-san.a
 TEST_HDRS := $(wildcard tests/common/*.h)
 
+# The runtime (libvtpu): for now its submission queue.
+RT_SRCS := $(wildcard runtime/*.c)
+RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
+RT_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj/rt/%.o,$(RT_SRCS))
+LIBRT := $(BUILD)/lib/libvtpu_rt.a
+
 KSFT_SRCS := $(wildcard tests/kselftest/*.c)
 KSFT_BINS := $(patsubst tests/kselftest/%.c,$(BUILD)/tests/kselftest/%,$(KSFT_SRCS))
 KSFT_HDRS := $(wildcard tests/kselftest/*.h)
@@ -76,6 +82,14 @@ $(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(EXEC_CFLAGS) $(SAN) -c -o $@ $<
 
+$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) uapi/drm/vtpu_accel.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Iruntime -c -o $@ $<
+
+$(LIBRT): $(RT_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 $(LIBEXEC): $(EXEC_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -85,10 +99,11 @@ $(LIBEXEC_SAN): $(EXEC_SAN_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
-		uapi/drm/vtpu_accel.h $(LIBEXEC)
+		uapi/drm/vtpu_accel.h $(LIBEXEC) $(LIBRT)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Idriver -Iruntime/compat -Itests/common \
-		-isystem $(KSFT_DIR) -o $@ $< $(LIBEXEC) $(USER_LIBS) -lpthread
+	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
+		-isystem $(KSFT_DIR) -o $@ $< $(LIBRT) $(LIBEXEC) $(USER_LIBS) \
+		-luring -lpthread
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
 		$(LIBEXEC_SAN)

@@ -26,13 +26,19 @@
  * - MAX and MIN propagate NaN and order -0 below +0 (IEEE 754-2019
  *   maximum and minimum); RELU is MAX(x, +0).
  * - EXP, LOG, TANH, SIGMOID, GELU, RSQRT and POW are evaluated in double
- *   precision and rounded once to f32: within 1 ulp of the exact result
- *   (the unit tests measure it against libm). GELU is the exact one,
+ *   precision and rounded once to f32: within 1 ulp of the exact result,
+ *   and below 0.5 ulp on every input the unit tests try against libm
+ *   (tests/unit/exec_ops.c prints the figures). GELU is the exact one,
  *   x * Phi(x), not the tanh approximation. SQRT, RECIP and DIV are the
  *   correctly rounded IEEE operations.
  * - Invalid operations (log of a negative number, ...) give the quiet NaN
  *   0x7fc00000 or whatever the SSE instruction gives; a NaN operand's
- *   payload is kept where the operation passes it through.
+ *   payload is kept where the operation passes it through. GELU(-inf) is
+ *   -0, its limit. IOTA into s32 wraps around like two's complement.
+ *
+ * Bit-identical results assume the default MXCSR (round to nearest, no
+ * flush-to-zero): kernel_fpu_begin() loads it; a userspace process must
+ * not change it (as -ffast-math's startup code does).
  */
 #include "vtpu_exec.h"
 
@@ -1174,6 +1180,35 @@ static void vtpu_exec_matmul(const struct vtpu_exec *e,
 	}
 }
 
+/*
+ * Work after which vtpu_exec_step() returns early: 2^24 multiply-adds,
+ * elements or 4-byte words moved, about a millisecond. It keeps the
+ * kernel's FPU sections short when every instruction is a big one; only
+ * a single instruction can exceed it.
+ */
+#define VTPU_STEP_WORK	BIT_ULL(24)
+
+static u64 vtpu_insn_work(const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+
+	switch (in->op) {
+	case VTPU_OP_END:
+	case VTPU_OP_TRACE:
+		return 0;
+	case VTPU_OP_DMA_LOAD:
+	case VTPU_OP_DMA_STORE:
+		return (u64)in->dma.v.rows * in->dma.v.cols;
+	case VTPU_OP_MATMUL:
+		return (u64)d->rows * d->cols *
+		       (in->flags & VTPU_F_TRANS_A ? a->rows : a->cols);
+	case VTPU_OP_REDUCE:
+	case VTPU_OP_TRANSPOSE:
+		return (u64)a->rows * a->cols;
+	}
+	return (u64)d->rows * d->cols;
+}
+
 /**
  * vtpu_exec_init() - prepare to run a validated program from its start
  * @e: the execution state to initialise
@@ -1202,16 +1237,19 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
  * @max_insns: the most instructions to execute in this call
  *
  * In the kernel this runs inside kernel_fpu_begin()/kernel_fpu_end(): it
- * never sleeps nor allocates. Once END has executed, further calls do
- * nothing and return 1.
+ * never sleeps nor allocates. It may return before @max_insns once the
+ * instructions it ran add up to VTPU_STEP_WORK, so that the caller can
+ * reschedule. Once END has executed, further calls do nothing and return
+ * 1.
  *
  * Return: 1 once END has executed, 0 while instructions remain.
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
 {
 	const struct vtpu_insn *in;
+	u64 work = 0;
 
-	for (; max_insns; max_insns--) {
+	for (; max_insns && work < VTPU_STEP_WORK; max_insns--) {
 		if (e->pc >= e->prog->insn_count)
 			return 1;
 		in = &e->prog->code[e->pc++];
@@ -1251,6 +1289,7 @@ int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
 			vtpu_exec_transpose(e, in);
 			break;
 		}
+		work += vtpu_insn_work(in);
 	}
 	return e->pc >= e->prog->insn_count;
 }

@@ -279,4 +279,77 @@ static inline int vtpu_ref_run(const void *prog, size_t size,
 	return 0;
 }
 
+/* The compute program's matrix size, and a set of buffers to run it. */
+#define N	32
+
+struct compute {
+	struct vtpu_buf prog, a, b, out;
+	size_t prog_size;
+	struct drm_vtpu_binding bind[3];
+};
+
+static inline int compute_setup(int fd, struct compute *c, unsigned int seed,
+			 __u32 out_placement)
+{
+	void *p;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	p = vtpu_prog_compute(N, &c->prog_size);
+	if (!p)
+		return -ENOMEM;
+	ret = vtpu_buf_prog(fd, p, c->prog_size, &c->prog);
+	free(p);
+	if (!ret)
+		ret = vtpu_buf_new(fd, N * N * 4, DRM_VTPU_PLACEMENT_HBM, &c->a);
+	if (!ret)
+		ret = vtpu_buf_new(fd, N * N * 4, DRM_VTPU_PLACEMENT_HOST, &c->b);
+	if (!ret)
+		ret = vtpu_buf_new(fd, N * (N + 1) * 4, out_placement, &c->out);
+	if (ret)
+		return ret;
+	vtpu_fill_random(c->a.map, N * N, seed);
+	vtpu_fill_random(c->b.map, N * N, seed + 1000);
+	c->bind[0] = (struct drm_vtpu_binding){ c->a.handle,
+		DRM_VTPU_BIND_READ, 0, N * N * 4 };
+	c->bind[1] = (struct drm_vtpu_binding){ c->b.handle,
+		DRM_VTPU_BIND_READ, 0, N * N * 4 };
+	c->bind[2] = (struct drm_vtpu_binding){ c->out.handle,
+		DRM_VTPU_BIND_WRITE, 0, N * (N + 1) * 4 };
+	return 0;
+}
+
+static inline void compute_teardown(int fd, struct compute *c)
+{
+	vtpu_buf_free(fd, &c->prog);
+	vtpu_buf_free(fd, &c->a);
+	vtpu_buf_free(fd, &c->b);
+	vtpu_buf_free(fd, &c->out);
+}
+
+/* The userspace executor's output for the same program and inputs. */
+static inline int compute_reference(struct compute *c, __u64 vmem, float *out)
+{
+	static const __u32 access[3] = {
+		VTPU_ACCESS_READ, VTPU_ACCESS_READ, VTPU_ACCESS_WRITE,
+	};
+	struct vtpu_exec_binding eb[3] = {
+		{ c->a.map, N * N * 4 }, { c->b.map, N * N * 4 },
+		{ out, N * (N + 1) * 4 },
+	};
+
+	return vtpu_ref_run(c->prog.map, c->prog_size, eb, access, 3, vmem);
+}
+
+static inline int compute_submit(int fd, struct compute *c, __u32 profile,
+			  __u64 *id)
+{
+	struct vtpu_submit_args a = {
+		.prog = &c->prog, .prog_size = c->prog_size,
+		.bind = c->bind, .nbind = 3, .profile = profile,
+	};
+
+	return vtpu_submit(fd, &a, id);
+}
+
 #endif /* VTPU_JOB_UTIL_H */

@@ -19,8 +19,9 @@
  *   MATMUL and REDUCE SUM against the exact (double) sum:
  *     (k + 1) * 2^-24 * (|init| + sum |terms|);
  *   EXP LOG TANH SIGMOID GELU RSQRT POW: at most 1 ulp from libm's double
- *     result (the accuracy tests print the maximum they measure; it was
- *     0.5 + 3e-8 ulp or better for all of them when written).
+ *     result. The accuracy tests print the maximum they measure over
+ *     2^17..2^18 random inputs each; when written it was below 0.5 ulp
+ *     for every function (correctly rounded on every input tried).
  */
 #include <errno.h>
 #include <float.h>
@@ -518,8 +519,9 @@ TEST(unary_table_matches_isa)
 	uint32_t i;
 
 	ASSERT_EQ(VTPU_UNARY_NR, ARRAY_SIZE(unary_refs));
-	for (i = 0; i < ARRAY_SIZE(unary_refs); i++)
+	for (i = 0; i < ARRAY_SIZE(unary_refs); i++) {
 		ASSERT_EQ(i, unary_refs[i].sub);
+	}
 }
 
 /* Special values every transcendental must get exactly right. */
@@ -589,11 +591,12 @@ TEST(unary_special_values)
 		vtpu_asm_unary(&r.as, cases[i].sub, di, ai);
 	}
 	ASSERT_EQ(0, rig_run(&r)) TH_LOG("rejected: %s", r.why);
-	for (i = 0; i < ARRAY_SIZE(cases); i++)
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		EXPECT_TRUE(same_float(getf(&r, &d, 0, i), cases[i].want, 0))
 			TH_LOG("case %u: f%u(%a) = %a, want %a", i,
 			       cases[i].sub, cases[i].x, getf(&r, &d, 0, i),
 			       cases[i].want);
+	}
 	rig_fini(&r);
 }
 
@@ -648,7 +651,7 @@ static double sweep_unary(struct __test_metadata *_metadata, uint8_t sub,
 TEST(accuracy_##fn) \
 { \
 	double x = 0, e = sweep_unary(_metadata, sub, ref, lo, hi, log_scale, &x); \
-	printf("# " #fn ": max error %.6f ulp (at %a) over 262144 inputs in [%g, %g]\n", \
+	printf("# " #fn ": max error %.9f ulp (at %a) over 262144 inputs in [%g, %g]\n", \
 	       e, x, (double)(lo), (double)(hi)); \
 	ASSERT_LE(e, 1.0); \
 }
@@ -717,7 +720,7 @@ TEST(accuracy_pow)
 {
 	double x = 0, y = 0, e = sweep_pow(_metadata, 0, &x, &y);
 
-	printf("# pow: max error %.6f ulp (at %a ^ %a) over 131072 inputs\n",
+	printf("# pow: max error %.9f ulp (at %a ^ %a) over 131072 inputs\n",
 	       e, x, y);
 	ASSERT_LE(e, 1.0);
 }
@@ -726,7 +729,7 @@ TEST(accuracy_pow_negative_base)
 {
 	double x = 0, y = 0, e = sweep_pow(_metadata, 1, &x, &y);
 
-	printf("# pow (x < 0, integer y): max error %.6f ulp (at %a ^ %a)\n",
+	printf("# pow (x < 0, integer y): max error %.9f ulp (at %a ^ %a)\n",
 	       e, x, y);
 	ASSERT_LE(e, 1.0);
 }
@@ -981,10 +984,11 @@ TEST(binary_pow_special_values)
 				TH_LOG("pow(%a, %a) = %a, want %a", xs[i],
 				       ys[j], got, want);
 			/* Signs of zero and infinity are part of C99 pow. */
-			if (!isnan(want) && (want == 0 || isinf(want)))
+			if (!isnan(want) && (want == 0 || isinf(want))) {
 				EXPECT_EQ(f32_bits((float)want), f32_bits(got))
 					TH_LOG("pow(%a, %a) = %a, want %a",
 					       xs[i], ys[j], got, want);
+			}
 		}
 	}
 	rig_fini(&r);
@@ -1005,9 +1009,10 @@ TEST(cmp_nan_and_result_bits)
 		vtpu_asm_cmp_imm(&r.as, f, d[f], a, NAN);
 	}
 	ASSERT_EQ(0, rig_run(&r));
-	for (f = 0; f < VTPU_CMP_NR; f++)
+	for (f = 0; f < VTPU_CMP_NR; f++) {
 		EXPECT_EQ(f == VTPU_CMP_NE ? 0x3f800000u : 0u,
 			  f32_bits(getf(&r, &d[f], 0, 0)));
+	}
 	rig_fini(&r);
 }
 
@@ -1131,7 +1136,7 @@ static int check_matmul(struct __test_metadata *_metadata, uint32_t m,
 	bool acc = flags & VTPU_F_ACC;
 	struct vtpu_tile a, b, d;
 	uint32_t i, j, p;
-	float *want, *init;
+	float *init;
 	struct rig r;
 	int bad = 0;
 
@@ -1147,7 +1152,6 @@ static int check_matmul(struct __test_metadata *_metadata, uint32_t m,
 			setv(&r, &b, i, j, rng_uniform(-2, 2));
 	if (acc)
 		fill_tile(&r, &d, -4, 4);
-	want = malloc(sizeof(*want) * m * n);
 	init = malloc(sizeof(*init) * m * n);
 	for (i = 0; i < m; i++)
 		for (j = 0; j < n; j++)
@@ -1183,7 +1187,6 @@ static int check_matmul(struct __test_metadata *_metadata, uint32_t m,
 		}
 	}
 	free(init);
-	free(want);
 	rig_fini(&r);
 	return bad;
 }
@@ -1235,13 +1238,13 @@ TEST(matmul_random_shapes)
 	for (iter = 0; iter < 40; iter++) {
 		uint32_t m = 1 + rng_below(30), n = 1 + rng_below(30);
 		uint32_t k = 1 + rng_below(70);
-		uint16_t flags = rng_below(8) << 0;
+		uint32_t bits = rng_below(8);
 		uint8_t adt = rng_below(2) ? VTPU_DT_F32 : VTPU_DT_BF16;
 		uint8_t bdt = rng_below(2) ? VTPU_DT_F32 : VTPU_DT_BF16;
+		uint16_t flags = (bits & 1 ? VTPU_F_ACC : 0) |
+				 (bits & 2 ? VTPU_F_TRANS_A : 0) |
+				 (bits & 4 ? VTPU_F_TRANS_B : 0);
 
-		flags = (flags & 1 ? VTPU_F_ACC : 0) |
-			(flags & 2 ? VTPU_F_TRANS_A : 0) |
-			(flags & 4 ? VTPU_F_TRANS_B : 0);
 		bad += check_matmul(_metadata, m, n, k, adt, bdt, flags,
 				    9000 + iter);
 		rng_seed(4242 + iter + 1);
@@ -1272,8 +1275,9 @@ TEST(matmul_ignores_old_d_without_acc)
 	vtpu_asm_matmul(&r.as, d, a, b, 0);
 	ASSERT_EQ(0, rig_run(&r));
 	for (i = 0; i < 7; i++)
-		for (j = 0; j < 10; j++)
+		for (j = 0; j < 10; j++) {
 			ASSERT_EQ(3.0f * j, getf(&r, &d, i, j));
+		}
 	rig_fini(&r);
 }
 
@@ -1550,12 +1554,13 @@ TEST(convert_every_pair)
 		ASSERT_EQ(0, rig_run(&r)) TH_LOG("rejected: %s", r.why);
 		ASSERT_EQ(0, stray_writes(&r, &d, 1));
 		for (i = 0; i < 2; i++)
-			for (j = 0; j < n; j++)
+			for (j = 0; j < n; j++) {
 				ASSERT_TRUE(convert_ok(adt, ddt, src[i * n + j],
 						       get_bits(&r, &d, i, j)))
 					TH_LOG("dtype %u -> %u: %#x -> %#x",
 					       adt, ddt, src[i * n + j],
 					       get_bits(&r, &d, i, j));
+			}
 		free(src);
 		rig_fini(&r);
 	}
@@ -1590,10 +1595,12 @@ TEST(convert_rounding_examples)
 	vtpu_asm_convert(&r.as, f, s);
 	vtpu_asm_convert(&r.as, s2, f2);
 	ASSERT_EQ(0, rig_run(&r));
-	for (i = 0; i < ARRAY_SIZE(to_f32); i++)
+	for (i = 0; i < ARRAY_SIZE(to_f32); i++) {
 		EXPECT_EQ(f32_bits(to_f32[i].f), f32_bits(getf(&r, &f, 0, i)));
-	for (i = 0; i < ARRAY_SIZE(to_s32); i++)
+	}
+	for (i = 0; i < ARRAY_SIZE(to_s32); i++) {
 		EXPECT_EQ(to_s32[i].s, gets(&r, &s2, 0, i));
+	}
 	rig_fini(&r);
 }
 
@@ -1616,10 +1623,11 @@ TEST(transpose_every_dtype)
 		ASSERT_EQ(0, rig_run(&r)) TH_LOG("rejected: %s", r.why);
 		ASSERT_EQ(0, stray_writes(&r, &d, 1));
 		for (i = 0; i < rows; i++)
-			for (j = 0; j < cols; j++)
+			for (j = 0; j < cols; j++) {
 				ASSERT_EQ(0, memcmp(elem(&r, &a, i, j),
 						    elem(&r, &d, j, i),
 						    dt_size(dts[t])));
+			}
 		rig_fini(&r);
 	}
 }
@@ -1865,6 +1873,41 @@ TEST(step_counts_and_stops_at_end)
 	EXPECT_EQ(6, e.insns);
 	EXPECT_EQ(1, vtpu_exec_step(&e, 100));
 	EXPECT_EQ(6, e.insns);
+	free(prog);
+	rig_fini(&r);
+}
+
+/* A step ends early after 2^24 multiply-adds, so FPU sections stay short. */
+TEST(step_returns_early_after_big_work)
+{
+	struct vtpu_prog_info info;
+	struct vtpu_tile a, b, d;
+	struct vtpu_exec e;
+	size_t size = 0;
+	struct rig r;
+	void *prog;
+
+	rig_init(&r, 92);
+	a = rig_tile(&r, VTPU_DT_BF16, 256, 256);
+	b = rig_tile(&r, VTPU_DT_BF16, 256, 256);
+	d = rig_tile(&r, VTPU_DT_F32, 256, 256);
+	vtpu_asm_fill(&r.as, a, 0);
+	vtpu_asm_fill(&r.as, b, 0);
+	vtpu_asm_matmul(&r.as, d, a, b, 0);
+	vtpu_asm_matmul(&r.as, d, a, b, VTPU_F_ACC);
+	vtpu_asm_end(&r.as);
+	prog = vtpu_asm_finish(&r.as, &size);
+	ASSERT_NE(NULL, prog);
+	ASSERT_EQ(0, vtpu_prog_validate(prog, size, NULL, 0, VMEM_SIZE, &info,
+					NULL));
+	vtpu_exec_init(&e, &info, NULL, r.vmem);
+	EXPECT_EQ(0, vtpu_exec_step(&e, 100));
+	EXPECT_EQ(3, e.insns);
+	EXPECT_EQ(0, vtpu_exec_step(&e, 100));
+	EXPECT_EQ(4, e.insns);
+	EXPECT_EQ(1, vtpu_exec_step(&e, 100));
+	EXPECT_EQ(5, e.insns);
+	EXPECT_EQ(0, f32_bits(getf(&r, &d, 255, 255)));
 	free(prog);
 	rig_fini(&r);
 }

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: io_uring passthrough. Batches of SUBMIT commands in one
+ * io_uring_enter(), errors in CQEs, rings and processes that go away
+ * with jobs in flight, IOPOLL rings, and equality with the ioctl path.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "vtpu_job_util.h"
+#include "vtpu_submit.h"
+
+#include "kselftest_harness.h"
+
+#define MAX_BATCH	64
+
+FIXTURE(uring) {
+	int fd;
+	int minor;
+	struct drm_vtpu_query q;
+	struct vtpu_sq sq;
+	struct compute c[MAX_BATCH];
+	unsigned int nc;
+};
+
+FIXTURE_SETUP(uring)
+{
+	self->fd = vtpu_open(0);
+	ASSERT_LE(0, self->fd) TH_LOG("no vtpu device");
+	self->minor = vtpu_minor(self->fd);
+	ASSERT_EQ(0, vtpu_query(self->fd, &self->q));
+	ASSERT_EQ(0, vtpu_sq_init(&self->sq, self->fd, 128, VTPU_SQ_URING))
+		TH_LOG("io_uring with DRM_VTPU_URING_SUBMIT unavailable");
+	ASSERT_EQ(VTPU_SQ_URING, self->sq.mode);
+	self->nc = 0;
+}
+
+FIXTURE_TEARDOWN(uring)
+{
+	unsigned int i;
+
+	vtpu_sq_fini(&self->sq);
+	for (i = 0; i < self->nc; i++)
+		compute_teardown(self->fd, &self->c[i]);
+	close(self->fd);
+}
+
+static struct drm_vtpu_submit request(struct compute *c)
+{
+	return (struct drm_vtpu_submit){
+		.program_handle = c->prog.handle,
+		.program_size = c->prog_size,
+		.bindings = (__u64)(uintptr_t)c->bind,
+		.binding_count = 3,
+	};
+}
+
+/* Submits @n jobs in one io_uring_enter(); checks all results. */
+static void batch(struct __test_metadata *_metadata,
+		  FIXTURE_DATA(uring) *self, unsigned int n)
+{
+	static float ref[N * (N + 1)];
+	struct vtpu_completion done[MAX_BATCH];
+	bool seen[MAX_BATCH] = { false };
+	unsigned int i, got = 0;
+	__u32 last_id = 0;
+
+	for (i = self->nc; i < n; i++, self->nc++)
+		ASSERT_EQ(0, compute_setup(self->fd, &self->c[i], 300 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+	for (i = 0; i < n; i++) {
+		struct drm_vtpu_submit s = request(&self->c[i]);
+
+		memset(self->c[i].out.map, 0, self->c[i].out.size);
+		ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s, 1000 + i));
+	}
+	ASSERT_EQ((int)n, vtpu_sq_submit(&self->sq)) TH_LOG("one enter");
+	while (got < n) {
+		int r = vtpu_sq_reap(&self->sq, done + got, n - got, 1);
+
+		ASSERT_LT(0, r);
+		got += r;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned int k = done[i].user_data - 1000;
+
+		ASSERT_LT(k, n);
+		EXPECT_FALSE(seen[k]) TH_LOG("two CQEs for request %u", k);
+		seen[k] = true;
+		EXPECT_EQ(0, done[i].status);
+		EXPECT_NE(0, done[i].job_id);
+		if (done[i].job_id > last_id)
+			last_id = done[i].job_id;
+	}
+	EXPECT_EQ(0, vtpu_sq_outstanding(&self->sq));
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, compute_reference(&self->c[i], self->q.vmem_size,
+					       ref));
+		EXPECT_EQ(0, memcmp(ref, self->c[i].out.map, sizeof(ref)))
+			TH_LOG("job %u: wrong result", i);
+	}
+}
+
+TEST_F(uring, batch_of_1_completes_correctly)
+{
+	batch(_metadata, self, 1);
+}
+
+TEST_F(uring, batch_of_8_completes_correctly)
+{
+	batch(_metadata, self, 8);
+}
+
+TEST_F(uring, batch_of_64_completes_correctly)
+{
+	batch(_metadata, self, 64);
+}
+
+/* Bad requests fail in their own CQE with the ioctl's errno. */
+TEST_F(uring, invalid_request_fails_in_its_cqe_others_succeed)
+{
+	struct drm_vtpu_binding bad_bind[3];
+	struct vtpu_completion done[8];
+	struct drm_vtpu_submit s[8], t;
+	int want[8] = { 0 };
+	unsigned int i, got = 0;
+
+	for (i = 0; i < 8; i++, self->nc++) {
+		ASSERT_EQ(0, compute_setup(self->fd, &self->c[i], 50 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		s[i] = request(&self->c[i]);
+	}
+	s[2].flags = 1;
+	s[4].program_handle = 99999;
+	memcpy(bad_bind, self->c[6].bind, sizeof(bad_bind));
+	bad_bind[2].size = 4;	/* smaller than the program's store */
+	s[6].bindings = (__u64)(uintptr_t)bad_bind;
+	/* The ioctl says what each must fail with. */
+	for (i = 2; i <= 6; i += 2) {
+		t = s[i];
+		want[i] = vtpu_ioctl(self->fd, DRM_IOCTL_VTPU_SUBMIT, &t);
+		ASSERT_NE(0, want[i]);
+	}
+	EXPECT_EQ(-EINVAL, want[2]);
+	EXPECT_EQ(-ENOENT, want[4]);
+	EXPECT_EQ(-EINVAL, want[6]);
+
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s[i], i));
+	ASSERT_EQ(8, vtpu_sq_submit(&self->sq));
+	while (got < 8) {
+		int r = vtpu_sq_reap(&self->sq, done + got, 8 - got, 1);
+
+		ASSERT_LT(0, r);
+		got += r;
+	}
+	for (i = 0; i < 8; i++) {
+		unsigned int k = done[i].user_data;
+		int status = done[i].status;
+
+		ASSERT_LT(k, 8);
+		EXPECT_EQ(want[k], status) TH_LOG("request %u", k);
+	}
+}
+
+TEST_F(uring, results_equal_ioctl_results)
+{
+	static float via_ioctl[N * (N + 1)];
+	struct vtpu_completion done;
+	struct drm_vtpu_submit s;
+	struct compute *c = &self->c[0];
+	int status = -1;
+	__u64 id;
+
+	ASSERT_EQ(0, compute_setup(self->fd, c, 77, DRM_VTPU_PLACEMENT_HBM));
+	self->nc = 1;
+	ASSERT_EQ(0, compute_submit(self->fd, c, 0, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 60, &status));
+	ASSERT_EQ(0, status);
+	memcpy(via_ioctl, c->out.map, sizeof(via_ioctl));
+	memset(c->out.map, 0, c->out.size);
+
+	s = request(c);
+	ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s, 1));
+	ASSERT_EQ(1, vtpu_sq_reap(&self->sq, &done, 1, 1));
+	ASSERT_EQ(0, done.status);
+	EXPECT_EQ(0, memcmp(via_ioctl, c->out.map, sizeof(via_ioctl)));
+	/* The big CQE carries the job id: the next after the ioctl's. */
+	EXPECT_EQ((__u32)id + 1, done.job_id);
+}
+
+TEST_F(uring, pointer_form_works_on_a_64_byte_sqe_ring)
+{
+	struct drm_vtpu_uring_submit_ptr ptr;
+	struct drm_vtpu_submit s;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+
+	ASSERT_EQ(0, compute_setup(self->fd, &self->c[0], 5,
+				   DRM_VTPU_PLACEMENT_AUTO));
+	self->nc = 1;
+	s = request(&self->c[0]);
+	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
+
+	ptr = (struct drm_vtpu_uring_submit_ptr){ .submit = (__u64)(uintptr_t)&s };
+	sqe = io_uring_get_sqe(&ring);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = self->fd;
+	sqe->cmd_op = DRM_VTPU_URING_SUBMIT_PTR;
+	memcpy(sqe->cmd, &ptr, sizeof(ptr));
+	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ(0, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	EXPECT_FALSE(vtpu_mem_is(self->c[0].out.map, 0, N * 4));
+
+	/* The inline form needs 128-byte SQEs: -EINVAL on this ring. */
+	sqe = io_uring_get_sqe(&ring);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = self->fd;
+	sqe->cmd_op = DRM_VTPU_URING_SUBMIT;
+	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ(-EINVAL, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+
+	/* Nonzero padding and unknown commands. */
+	ptr.pad = 1;
+	sqe = io_uring_get_sqe(&ring);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = self->fd;
+	sqe->cmd_op = DRM_VTPU_URING_SUBMIT_PTR;
+	memcpy(sqe->cmd, &ptr, sizeof(ptr));
+	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ(-EINVAL, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+
+	sqe = io_uring_get_sqe(&ring);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = self->fd;
+	sqe->cmd_op = 0x1234;
+	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ(-ENOTTY, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+}
+
+TEST_F(uring, iopoll_ring_gets_eopnotsupp)
+{
+	struct drm_vtpu_submit s;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	int ret;
+
+	ASSERT_EQ(0, compute_setup(self->fd, &self->c[0], 5,
+				   DRM_VTPU_PLACEMENT_AUTO));
+	self->nc = 1;
+	s = request(&self->c[0]);
+	ret = io_uring_queue_init(8, &ring, IORING_SETUP_IOPOLL |
+				  IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	ASSERT_EQ(0, ret);
+	sqe = io_uring_get_sqe(&ring);
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = self->fd;
+	sqe->cmd_op = DRM_VTPU_URING_SUBMIT;
+	memcpy(sqe->cmd, &s, sizeof(s));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ(-EOPNOTSUPP, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	EXPECT_TRUE(vtpu_wait_idle(self->minor, 10));
+}
+
+/* Slow jobs, so that they are still in flight when we leave. */
+static void submit_slow_batch(struct vtpu_sq *sq, int fd, struct vtpu_buf *prog,
+			      size_t size, struct vtpu_buf *out,
+			      struct drm_vtpu_binding *b, unsigned int n)
+{
+	unsigned int i;
+
+	*b = (struct drm_vtpu_binding){ out->handle, DRM_VTPU_BIND_WRITE, 0,
+					out->size };
+	for (i = 0; i < n; i++) {
+		struct drm_vtpu_submit s = {
+			.program_handle = prog->handle, .program_size = size,
+			.bindings = (__u64)(uintptr_t)b, .binding_count = 1,
+		};
+
+		vtpu_sq_queue(sq, &s, i);
+	}
+	vtpu_sq_submit(sq);
+}
+
+static void leave_with_jobs_in_flight(struct __test_metadata *_metadata,
+				      int minor, bool kill_process)
+{
+	struct vtpu_bo_counts before, after;
+	__s64 t_end;
+	pid_t pid;
+	int wst;
+
+	ASSERT_EQ(0, vtpu_debugfs_counts(minor, &before));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct drm_vtpu_binding b;
+		struct vtpu_buf prog, out;
+		struct vtpu_sq sq;
+		size_t size;
+		int fd = vtpu_open(0);
+		void *p = vtpu_prog_spin(64, 50, &size);
+		__s64 t0 = vtpu_now_ns();
+
+		if (fd < 0 || !p || vtpu_buf_prog(fd, p, size, &prog) ||
+		    vtpu_buf_new(fd, 64 * 64 * 4, DRM_VTPU_PLACEMENT_AUTO, &out) ||
+		    vtpu_sq_init(&sq, fd, 64, VTPU_SQ_URING))
+			_exit(3);
+		submit_slow_batch(&sq, fd, &prog, size, &out, &b, 32);
+		fprintf(stderr, "# child: 32 jobs queued in %lld ms\n",
+			(long long)(vtpu_now_ns() - t0) / 1000000);
+		if (kill_process)
+			kill(getpid(), SIGKILL);
+		/* Tear the ring down under the jobs' feet, then the file. */
+		vtpu_sq_fini(&sq);
+		close(fd);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &wst, 0));
+	t_end = vtpu_now_ns();
+	if (kill_process) {
+		ASSERT_TRUE(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
+	} else {
+		ASSERT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	}
+	ASSERT_TRUE(vtpu_wait_idle(minor, 150)) TH_LOG("jobs still alive");
+	TH_LOG("idle %lld ms after the child ended",
+	       (long long)(vtpu_now_ns() - t_end) / 1000000);
+	ASSERT_EQ(0, vtpu_debugfs_counts(minor, &after));
+	EXPECT_EQ(before.hbm_bos, after.hbm_bos);
+	EXPECT_EQ(before.host_bos, after.host_bos);
+	EXPECT_EQ(before.hbm_bytes + before.host_bytes,
+		  after.hbm_bytes + after.host_bytes);
+}
+
+TEST_F_TIMEOUT(uring, ring_closed_with_jobs_in_flight_leaks_nothing, 180)
+{
+	leave_with_jobs_in_flight(_metadata, self->minor, false);
+}
+
+TEST_F_TIMEOUT(uring, process_killed_mid_batch_leaks_nothing, 180)
+{
+	leave_with_jobs_in_flight(_metadata, self->minor, true);
+}
+
+/* The ring goes, the file stays: in-flight commands end -ECANCELED. */
+TEST_F_TIMEOUT(uring, ring_exit_cancels_commands_exactly_once, 180)
+{
+	struct drm_vtpu_binding b;
+	struct vtpu_buf prog, out;
+	size_t size;
+	void *p = vtpu_prog_spin(64, 50, &size);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 64 * 64 * 4,
+				  DRM_VTPU_PLACEMENT_AUTO, &out));
+	submit_slow_batch(&self->sq, self->fd, &prog, size, &out, &b, 16);
+	EXPECT_EQ(16, vtpu_sq_outstanding(&self->sq));
+	vtpu_sq_fini(&self->sq);
+	/* The jobs run to their end and free everything, file still open. */
+	EXPECT_TRUE(vtpu_wait_idle(self->minor, 120));
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &out);
+	ASSERT_EQ(0, vtpu_sq_init(&self->sq, self->fd, 128, VTPU_SQ_URING));
+}
+
+/* The ioctl fallback behaves like the ring: same results, same errors. */
+TEST_F(uring, ioctl_fallback_matches_uring)
+{
+	static float ref[N * (N + 1)];
+	struct vtpu_completion done[4];
+	struct vtpu_sq sq;
+	unsigned int i, got = 0;
+
+	ASSERT_EQ(0, vtpu_sq_init(&sq, self->fd, 8, VTPU_SQ_IOCTL));
+	ASSERT_EQ(VTPU_SQ_IOCTL, sq.mode);
+	for (i = 0; i < 4; i++, self->nc++) {
+		struct drm_vtpu_submit s;
+
+		ASSERT_EQ(0, compute_setup(self->fd, &self->c[i], 90 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		s = request(&self->c[i]);
+		if (i == 3)
+			s.flags = 2;
+		ASSERT_EQ(0, vtpu_sq_queue(&sq, &s, i));
+	}
+	while (got < 4) {
+		int r = vtpu_sq_reap(&sq, done + got, 4 - got, 1);
+
+		ASSERT_LT(0, r);
+		got += r;
+	}
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(i, done[i].user_data);
+		EXPECT_EQ(i == 3 ? -EINVAL : 0, done[i].status);
+	}
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, compute_reference(&self->c[i], self->q.vmem_size,
+					       ref));
+		EXPECT_EQ(0, memcmp(ref, self->c[i].out.map, sizeof(ref)));
+	}
+	vtpu_sq_fini(&sq);
+}
+
+TEST_HARNESS_MAIN

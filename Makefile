@@ -56,9 +56,27 @@ KSFT_HDRS := $(wildcard tests/kselftest/*.h)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps
+BENCH := $(BUILD)/bin/vtpu-bench
+BENCH_SRCS := $(wildcard tools/bench/*.c)
 
-all: module tests
+.PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
+	bench
+
+all: module tests $(BENCH)
+
+$(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBRT) $(LIBEXEC) $(TEST_HDRS) \
+		$(KSFT_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
+		-Itests/kselftest -Itools/bench -isystem $(KSFT_DIR) \
+		-o $@ $(BENCH_SRCS) $(LIBRT) \
+		$(LIBEXEC) $(USER_LIBS) -luring -lopenblas -lm
+
+# Benchmarks print one figure a line; the device suites run in the VM.
+bench: module $(BENCH)
+	@OPENBLAS_NUM_THREADS=1 $(BENCH) exec
+	@tools/vm/run.sh --build $(BUILD) --module $(CURDIR)/$(MODULE) \
+		--params "$(VM_PARAMS)" --timeout 900 -- $(BENCH) submit
 
 # The config file records what tools/deps.sh resolved; make remakes it
 # (installing what is missing) when it is absent or the script changed.

@@ -34,9 +34,9 @@
 /*
  * An FPU section (preemption off) runs up to this many instructions or
  * this long, whichever comes first; the watchdog checks between them.
- * One instruction is bounded by the VMEM size (a MATMUL of tiles filling
- * VMEM), so sections stay short on any sane VMEM size, and short
- * instructions do not pay an FPU save and restore each.
+ * The executor itself returns after about a millisecond of work, so only
+ * a single huge instruction (a MATMUL of tiles filling VMEM) can make a
+ * section longer; short instructions do not pay an FPU save each.
  */
 #define VTPU_SLICE_INSNS	64
 #define VTPU_SLICE_NS		(500 * NSEC_PER_USEC)

@@ -431,8 +431,8 @@ static float vtpu_powf(float x, float y)
 
 /*
  * Elementwise rows. Each *_fn() is inlined into a loop specialised for
- * one function, and each dispatcher switches once per row, not per
- * element; the cases come from the ISA's function lists.
+ * one function, so the dispatchers switch once per row, not once per
+ * element.
  */
 static __always_inline float vtpu_unary_fn(u8 sub, float x)
 {

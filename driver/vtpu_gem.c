@@ -129,6 +129,12 @@ static void vtpu_host_bo_free(struct drm_gem_object *obj)
 
 	vtpu_bo_untrack(bo);
 	atomic64_sub(obj->size, &bo->vdev->host_bytes);
+	if (bo->kvaddr) {
+		struct iosys_map map = IOSYS_MAP_INIT_VADDR(bo->kvaddr);
+
+		drm_gem_vunmap_unlocked(obj, &map);
+	}
+	mutex_destroy(&bo->kmap_lock);
 	drm_gem_shmem_free(&bo->base);
 }
 
@@ -167,6 +173,7 @@ struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 	bo->vdev = vdev;
 	bo->placement = DRM_VTPU_PLACEMENT_HOST;
 	bo->base.base.funcs = &vtpu_host_funcs;
+	mutex_init(&bo->kmap_lock);
 	return &bo->base.base;
 }
 
@@ -185,33 +192,45 @@ static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
 }
 
 /**
- * vtpu_bo_vmap() - map a whole buffer into the kernel for a job
- * @bo: buffer
- * @map: receives the mapping
+ * vtpu_bo_kvaddr() - kernel address of a whole buffer, for jobs
+ * @bo: buffer; the caller holds a reference for as long as it uses the
+ *	address
  *
- * HBM is mapped already; backing-store pages get pinned and mapped,
- * which may sleep and allocate: call it at submit, never while signalling.
+ * HBM is mapped already. A backing-store buffer is pinned and mapped the
+ * first time a job uses it, and stays so until it is freed: mapping and
+ * unmapping per job would cost a TLB shootdown each. This may sleep and
+ * allocate: call it at submit, never while signalling.
  *
- * Return: 0 or -errno.
+ * Return: the address or an ERR_PTR().
  */
-int vtpu_bo_vmap(struct vtpu_bo *bo, struct iosys_map *map)
+void *vtpu_bo_kvaddr(struct vtpu_bo *bo)
 {
-	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
-		iosys_map_set_vaddr(map, bo->vdev->hbm + bo->node.start);
-		return 0;
-	}
-	return drm_gem_vmap_unlocked(&bo->base.base, map);
-}
+	struct iosys_map map;
+	void *vaddr;
+	int ret;
 
-/**
- * vtpu_bo_vunmap() - undo vtpu_bo_vmap()
- * @bo: buffer
- * @map: the mapping vtpu_bo_vmap() returned
- */
-void vtpu_bo_vunmap(struct vtpu_bo *bo, struct iosys_map *map)
-{
-	if (bo->placement == DRM_VTPU_PLACEMENT_HOST)
-		drm_gem_vunmap_unlocked(&bo->base.base, map);
+	if (bo->placement == DRM_VTPU_PLACEMENT_HBM)
+		return bo->vdev->hbm + bo->node.start;
+
+	/* Pairs with the release below: a seen address is fully set up. */
+	vaddr = smp_load_acquire(&bo->kvaddr);
+	if (vaddr)
+		return vaddr;
+
+	mutex_lock(&bo->kmap_lock);
+	vaddr = bo->kvaddr;
+	if (!vaddr) {
+		ret = drm_gem_vmap_unlocked(&bo->base.base, &map);
+		if (ret) {
+			vaddr = ERR_PTR(ret);
+		} else {
+			vaddr = map.vaddr;
+			/* Publish only a complete mapping; see above. */
+			smp_store_release(&bo->kvaddr, vaddr);
+		}
+	}
+	mutex_unlock(&bo->kmap_lock);
+	return vaddr;
 }
 
 static u64 vtpu_bo_device_addr(struct vtpu_bo *bo)

@@ -6,9 +6,9 @@
 
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
+#include <linux/mutex.h>
 
 struct drm_printer;
-struct iosys_map;
 struct vtpu_device;
 
 /**
@@ -19,6 +19,8 @@ struct vtpu_device;
  * @placement: DRM_VTPU_PLACEMENT_HBM or DRM_VTPU_PLACEMENT_HOST
  * @node: the buffer's range of HBM (HBM placement only)
  * @link: entry in &vtpu_device.bos
+ * @kvaddr: kernel mapping of a backing-store buffer, once a job used it
+ * @kmap_lock: serialises creating @kvaddr
  */
 struct vtpu_bo {
 	struct drm_gem_shmem_object base;
@@ -26,6 +28,8 @@ struct vtpu_bo {
 	u32 placement;
 	struct drm_mm_node node;
 	struct list_head link;
+	void *kvaddr;
+	struct mutex kmap_lock; /* Protects creating kvaddr */
 };
 
 static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)
@@ -33,8 +37,7 @@ static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)
 	return container_of(obj, struct vtpu_bo, base.base);
 }
 
-int vtpu_bo_vmap(struct vtpu_bo *bo, struct iosys_map *map);
-void vtpu_bo_vunmap(struct vtpu_bo *bo, struct iosys_map *map);
+void *vtpu_bo_kvaddr(struct vtpu_bo *bo);
 
 struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 					      size_t size);

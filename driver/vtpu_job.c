@@ -46,11 +46,8 @@ static void vtpu_job_free(struct vtpu_job *job)
 	unsigned int i;
 
 	for (i = 0; i < job->nbos; i++) {
-		if (!job->bos[i].bo)
-			continue;
-		if (!iosys_map_is_null(&job->bos[i].map))
-			vtpu_bo_vunmap(job->bos[i].bo, &job->bos[i].map);
-		drm_gem_object_put(&job->bos[i].bo->base.base);
+		if (job->bos[i].bo)
+			drm_gem_object_put(&job->bos[i].bo->base.base);
 	}
 	kfree(job->bos);
 	kfree(job->ebind);
@@ -122,7 +119,7 @@ static int vtpu_job_add_bo(struct vtpu_job *job, struct drm_file *file,
 			   u32 handle, struct vtpu_job_bo *jbo)
 {
 	struct drm_gem_object *obj;
-	int ret;
+	void *vaddr;
 
 	obj = drm_gem_object_lookup(file, handle);
 	if (!obj) {
@@ -130,10 +127,11 @@ static int vtpu_job_add_bo(struct vtpu_job *job, struct drm_file *file,
 		return -ENOENT;
 	}
 	jbo->bo = to_vtpu_bo(obj);
-	ret = vtpu_bo_vmap(jbo->bo, &jbo->map);
-	if (ret)
-		iosys_map_clear(&jbo->map);
-	return ret;
+	vaddr = vtpu_bo_kvaddr(jbo->bo);
+	if (IS_ERR(vaddr))
+		return PTR_ERR(vaddr);
+	jbo->vaddr = vaddr;
+	return 0;
 }
 
 static bool vtpu_range_ok(u64 offset, u64 size, u64 limit)
@@ -172,14 +170,11 @@ static int vtpu_job_copy_program(struct vtpu_job *job, struct drm_file *file,
 		ret = -ENOMEM;
 		goto out;
 	}
-	memcpy(job->prog, jbo.map.vaddr + args->program_offset,
+	memcpy(job->prog, jbo.vaddr + args->program_offset,
 	       args->program_size);
 out:
-	if (jbo.bo) {
-		if (!iosys_map_is_null(&jbo.map))
-			vtpu_bo_vunmap(jbo.bo, &jbo.map);
+	if (jbo.bo)
 		drm_gem_object_put(&jbo.bo->base.base);
-	}
 	return ret;
 }
 
@@ -222,7 +217,7 @@ static int vtpu_job_bind(struct vtpu_job *job, struct drm_file *file,
 			ret = -EINVAL;
 			goto out;
 		}
-		job->ebind[i].data = jbo->map.vaddr + b[i].offset;
+		job->ebind[i].data = jbo->vaddr + b[i].offset;
 		job->ebind[i].size = b[i].size;
 		desc[i].size = b[i].size;
 		desc[i].access = (flags & DRM_VTPU_BIND_READ ? VTPU_ACCESS_READ : 0) |
@@ -273,7 +268,7 @@ static int vtpu_job_add_profile(struct vtpu_job *job, struct drm_file *file,
 			need);
 		return -EINVAL;
 	}
-	job->profile = jbo->map.vaddr + args->profile_offset;
+	job->profile = jbo->vaddr + args->profile_offset;
 	return 0;
 }
 

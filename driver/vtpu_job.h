@@ -5,7 +5,6 @@
 #define __VTPU_JOB_H__
 
 #include <linux/dma-fence.h>
-#include <linux/iosys-map.h>
 #include <linux/mutex.h>
 #include <linux/xarray.h>
 
@@ -37,11 +36,11 @@ struct vtpu_file {
 /**
  * struct vtpu_job_bo - a buffer a job holds, with its kernel mapping
  * @bo: the buffer (a reference)
- * @map: kernel mapping of the whole buffer
+ * @vaddr: kernel address of the whole buffer
  */
 struct vtpu_job_bo {
 	struct vtpu_bo *bo;
-	struct iosys_map map;
+	void *vaddr;
 };
 
 /**

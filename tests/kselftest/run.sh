@@ -8,8 +8,8 @@
 # passed; fail, error and xpass (a stale expectation) as failed. A binary
 # that prints no Totals, dies of a signal, times out or exits with a
 # status its Totals do not explain counts as one more failure.
-# Binaries named *_final run last: they check what the others left behind.
-# Exits nonzero when anything failed.
+# An empty DIR counts as a failure too. Binaries named *_final run last:
+# they check what the others left behind. Exits nonzero on any failure.
 #
 # Usage: run.sh [--suite NAME] [--timeout SECS] DIR [BINARY]
 set -uo pipefail
@@ -94,6 +94,9 @@ for bin in ${bins[@]+"${bins[@]}"}; do
 	esac
 done
 
-[ ${#bins[@]} -gt 0 ] || echo "# run.sh: no test binaries in $dir"
+if [ ${#bins[@]} -eq 0 ]; then
+	echo "# run.sh: no test binaries in $dir: counted as failed"
+	failed=1
+fi
 echo "$suite: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>

@@ -15,10 +15,12 @@
  * single-threaded. The two results must agree; a mismatch prints a FAIL
  * line and makes the exit status non-zero.
  *
- * Build (from the top of the tree, after make build/lib/libvtpu_exec.a):
- *	gcc -std=gnu11 -O2 -Wall -Wextra -Iuapi -Idriver -Iruntime/compat \
- *		-Itests/common -o build/bench/exec_matmul \
+ * Build and run from the top of the tree (needs libopenblas-dev):
+ *	make $PWD/build/lib/libvtpu_exec.a && mkdir -p build/bench &&
+ *	gcc -std=gnu11 -O2 -Wall -Wextra -Werror -Iuapi -Idriver \
+ *		-Iruntime/compat -Itests/common -o build/bench/exec_matmul \
  *		tools/bench/exec_matmul.c build/lib/libvtpu_exec.a -lopenblas -lm
+ *	OPENBLAS_NUM_THREADS=1 build/bench/exec_matmul
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,32 +29,13 @@
 
 #include <cblas.h>
 
+#include "bench.h"
 #include "vtpu_asm.h"
 #include "vtpu_exec.h"
 
 #define VMEM_SIZE	(4u << 20)
 #define BLOCK		512u
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* C = A . B, n x n row-major in bindings 0, 1, 2, in t x t blocks. */
 static void *build_program(uint32_t n, size_t *size)
@@ -151,19 +134,19 @@ static int bench(uint32_t n, int reps, double *exec_gflops,
 	}
 
 	for (r = 0; r < reps; r++) {
-		t0 = now();
+		t0 = bench_now();
 		run_exec(&info, bind, vmem);
-		t[r] = now() - t0;
+		t[r] = bench_now() - t0;
 	}
-	*exec_gflops = flops / median(t, reps) * 1e-9;
+	*exec_gflops = flops / bench_median(t, reps) * 1e-9;
 
 	for (r = 0; r < reps; r++) {
-		t0 = now();
+		t0 = bench_now();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n,
 			    1.0f, a, n, b, n, 0.0f, ref, n);
-		t[r] = now() - t0;
+		t[r] = bench_now() - t0;
 	}
-	*blas_gflops = flops / median(t, reps) * 1e-9;
+	*blas_gflops = flops / bench_median(t, reps) * 1e-9;
 
 	e = rel_error(c, ref, count);
 	if (!(e < 1e-5)) {
@@ -181,7 +164,7 @@ static int bench(uint32_t n, int reps, double *exec_gflops,
 	return ret;
 }
 
-int main(void)
+int bench_exec(int argc, char **argv)
 {
 	static const struct { uint32_t n; int reps; } sizes[] = {
 		{ 256, 31 }, { 1024, 7 },
@@ -190,6 +173,8 @@ int main(void)
 	int ret = 0;
 	size_t i;
 
+	(void)argc;
+	(void)argv;
 	openblas_set_num_threads(1);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		ret |= bench(sizes[i].n, sizes[i].reps, &ex, &bl);

@@ -195,6 +195,7 @@ static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
  * vtpu_bo_kvaddr() - kernel address of a whole buffer, for jobs
  * @bo: buffer; the caller holds a reference for as long as it uses the
  *	address
+ * @nowait: return ERR_PTR(-EAGAIN) rather than create a mapping
  *
  * HBM is mapped already. A backing-store buffer is pinned and mapped the
  * first time a job uses it, and stays so until it is freed: mapping and
@@ -203,7 +204,7 @@ static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
  *
  * Return: the address or an ERR_PTR().
  */
-void *vtpu_bo_kvaddr(struct vtpu_bo *bo)
+void *vtpu_bo_kvaddr(struct vtpu_bo *bo, bool nowait)
 {
 	struct iosys_map map;
 	void *vaddr;
@@ -216,6 +217,8 @@ void *vtpu_bo_kvaddr(struct vtpu_bo *bo)
 	vaddr = smp_load_acquire(&bo->kvaddr);
 	if (vaddr)
 		return vaddr;
+	if (nowait)
+		return ERR_PTR(-EAGAIN);
 
 	mutex_lock(&bo->kmap_lock);
 	vaddr = bo->kvaddr;

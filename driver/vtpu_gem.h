@@ -37,7 +37,7 @@ static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)
 	return container_of(obj, struct vtpu_bo, base.base);
 }
 
-void *vtpu_bo_kvaddr(struct vtpu_bo *bo);
+void *vtpu_bo_kvaddr(struct vtpu_bo *bo, bool nowait);
 
 struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 					      size_t size);

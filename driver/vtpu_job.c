@@ -40,6 +40,26 @@
 	 (u64)VTPU_MAX_INSNS * sizeof(struct vtpu_insn) + \
 	 VTPU_MAX_CONST_SIZE + VTPU_MAX_META_SIZE)
 
+/*
+ * Submissions from io_uring's first, non-blocking attempt must not wait
+ * for anything: allocations do not enter reclaim, locks are only tried,
+ * and user memory is read only if resident. Whatever would wait makes the
+ * submission fail with -EAGAIN, and io_uring retries it from io-wq.
+ */
+static gfp_t vtpu_job_gfp(const struct vtpu_job *job)
+{
+	return job->nowait ? GFP_NOWAIT | __GFP_NOWARN : GFP_KERNEL;
+}
+
+static int vtpu_job_copy_from_user(const struct vtpu_job *job, void *dst,
+				   u64 src, size_t size)
+{
+	if (job->nowait)
+		return copy_from_user_nofault(dst, u64_to_user_ptr(src), size) ?
+			-EAGAIN : 0;
+	return copy_from_user(dst, u64_to_user_ptr(src), size) ? -EFAULT : 0;
+}
+
 static void vtpu_job_free(struct vtpu_job *job)
 {
 	struct vtpu_device *vdev = job->vdev;
@@ -127,7 +147,7 @@ static int vtpu_job_add_bo(struct vtpu_job *job, struct drm_file *file,
 		return -ENOENT;
 	}
 	jbo->bo = to_vtpu_bo(obj);
-	vaddr = vtpu_bo_kvaddr(jbo->bo);
+	vaddr = vtpu_bo_kvaddr(jbo->bo, job->nowait);
 	if (IS_ERR(vaddr))
 		return PTR_ERR(vaddr);
 	jbo->vaddr = vaddr;
@@ -165,7 +185,7 @@ static int vtpu_job_copy_program(struct vtpu_job *job, struct drm_file *file,
 	}
 
 	/* Validate and execute a private copy userspace cannot change. */
-	job->prog = kvmalloc(args->program_size, GFP_KERNEL);
+	job->prog = kvmalloc(args->program_size, vtpu_job_gfp(job));
 	if (!job->prog) {
 		ret = -ENOMEM;
 		goto out;
@@ -190,14 +210,13 @@ static int vtpu_job_bind(struct vtpu_job *job, struct drm_file *file,
 	if (!args->binding_count)
 		return 0;
 
-	b = kvmalloc_array(args->binding_count, sizeof(*b), GFP_KERNEL);
+	b = kvmalloc_array(args->binding_count, sizeof(*b), vtpu_job_gfp(job));
 	if (!b)
 		return -ENOMEM;
-	if (copy_from_user(b, u64_to_user_ptr(args->bindings),
-			   array_size(args->binding_count, sizeof(*b)))) {
-		ret = -EFAULT;
+	ret = vtpu_job_copy_from_user(job, b, args->bindings,
+				      array_size(args->binding_count, sizeof(*b)));
+	if (ret)
 		goto out;
-	}
 
 	for (i = 0; i < args->binding_count; i++) {
 		struct vtpu_job_bo *jbo = &job->bos[i];
@@ -282,14 +301,18 @@ static int vtpu_job_add_in_syncs(struct vtpu_job *job, struct drm_file *file,
 	if (!args->in_sync_count)
 		return 0;
 
+	/* Adding dependencies allocates as it likes: not without waiting. */
+	if (job->nowait)
+		return -EAGAIN;
+
 	syncs = kvmalloc_array(args->in_sync_count, sizeof(*syncs), GFP_KERNEL);
 	if (!syncs)
 		return -ENOMEM;
-	if (copy_from_user(syncs, u64_to_user_ptr(args->in_syncs),
-			   array_size(args->in_sync_count, sizeof(*syncs)))) {
-		ret = -EFAULT;
+	ret = vtpu_job_copy_from_user(job, syncs, args->in_syncs,
+				      array_size(args->in_sync_count,
+						 sizeof(*syncs)));
+	if (ret)
 		goto out;
-	}
 	for (i = 0; i < args->in_sync_count; i++) {
 		if (syncs[i].flags) {
 			ret = -EINVAL;
@@ -328,23 +351,25 @@ static int vtpu_submit_check(struct drm_device *drm,
 }
 
 static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
-				       const struct drm_vtpu_submit *args)
+				       const struct drm_vtpu_submit *args,
+				       bool nowait)
 {
+	gfp_t gfp = nowait ? GFP_NOWAIT | __GFP_NOWARN : GFP_KERNEL;
 	struct vtpu_job *job;
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	job = kzalloc(sizeof(*job), gfp);
 	if (!job)
 		return NULL;
 	job->vdev = vdev;
+	job->nowait = nowait;
 	INIT_LIST_HEAD(&job->node);
 	atomic_inc(&vdev->jobs_alive);
 
 	/* One slot per binding, plus the profile buffer. */
 	job->nbos = args->binding_count + 1;
-	job->bos = kcalloc(job->nbos, sizeof(*job->bos), GFP_KERNEL);
-	job->ebind = kcalloc(args->binding_count + 1, sizeof(*job->ebind),
-			     GFP_KERNEL);
-	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	job->bos = kcalloc(job->nbos, sizeof(*job->bos), gfp);
+	job->ebind = kcalloc(args->binding_count + 1, sizeof(*job->ebind), gfp);
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), gfp);
 	if (!job->bos || !job->ebind || !job->hw_fence) {
 		vtpu_job_free(job);
 		return NULL;
@@ -359,6 +384,10 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
  * @args: the request, already copied into the kernel; @args->job_id is set
  * @done_out: NULL to keep a record JOB_WAIT can find the job by; else it
  *	receives a reference to the job's finished fence and no record is kept
+ * @nowait: fail with -EAGAIN rather than wait for memory, a lock or a page
+ *	of user memory (io_uring's non-blocking attempt). The scheduler's
+ *	own fence allocation is the exception: like io_uring's request
+ *	allocation on the same path, it uses GFP_KERNEL.
  *
  * Shared by the SUBMIT ioctl and the io_uring SUBMIT command, so both
  * check exactly the same things. Nothing is queued unless all succeeds.
@@ -366,7 +395,8 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
  * Return: 0 or -errno.
  */
 int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
-		    struct drm_vtpu_submit *args, struct dma_fence **done_out)
+		    struct drm_vtpu_submit *args, struct dma_fence **done_out,
+		    bool nowait)
 {
 	struct vtpu_device *vdev = to_vtpu_device(drm);
 	struct vtpu_file *vfile = file->driver_priv;
@@ -383,12 +413,17 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	if (ret)
 		return ret;
 
-	job = vtpu_job_alloc(vdev, args);
+	/* Only io_uring submissions come without a JOB_WAIT record. */
+	if (WARN_ON(nowait && record))
+		return -EINVAL;
+
+	job = vtpu_job_alloc(vdev, args, nowait);
 	if (!job)
-		return -ENOMEM;
+		return nowait ? -EAGAIN : -ENOMEM;
 	job->queued = ktime_get_ns();
 
-	desc = kcalloc(args->binding_count + 1, sizeof(*desc), GFP_KERNEL);
+	desc = kcalloc(args->binding_count + 1, sizeof(*desc),
+		       vtpu_job_gfp(job));
 	if (!desc) {
 		ret = -ENOMEM;
 		goto err_free;
@@ -423,6 +458,9 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 			goto err_cleanup;
 		}
 		if (args->out_sync_point) {
+			ret = -EAGAIN;
+			if (nowait)
+				goto err_cleanup;
 			chain = dma_fence_chain_alloc();
 			if (!chain) {
 				ret = -ENOMEM;
@@ -446,7 +484,12 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		}
 	}
 
-	mutex_lock(&vfile->submit_lock);
+	if (!nowait) {
+		mutex_lock(&vfile->submit_lock);
+	} else if (!mutex_trylock(&vfile->submit_lock)) {
+		ret = -EAGAIN;
+		goto err_cleanup;
+	}
 	drm_sched_job_arm(&job->base);
 	done = &job->base.s_fence->finished;
 	if (record)
@@ -477,13 +520,14 @@ err_cleanup:
 err_free:
 	kfree(desc);
 	vtpu_job_free(job);
-	return ret;
+	/* Out of memory without reclaim: worth a try that may wait. */
+	return nowait && ret == -ENOMEM ? -EAGAIN : ret;
 }
 
 int vtpu_ioctl_submit(struct drm_device *drm, void *data,
 		      struct drm_file *file)
 {
-	return vtpu_job_submit(drm, file, data, NULL);
+	return vtpu_job_submit(drm, file, data, NULL, false);
 }
 
 int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,

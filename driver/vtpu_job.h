@@ -58,6 +58,7 @@ struct vtpu_job_bo {
  * @node: entry in &vtpu_core.queue
  * @abort: set by the timeout handler; the core stops at the next slice
  * @queued: SUBMIT time (ns)
+ * @nowait: being submitted from a context that must not wait
  */
 struct vtpu_job {
 	struct drm_sched_job base;
@@ -73,6 +74,7 @@ struct vtpu_job {
 	struct list_head node;
 	atomic_t abort;
 	u64 queued;
+	bool nowait;
 };
 
 static inline struct vtpu_job *to_vtpu_job(struct drm_sched_job *job)
@@ -86,7 +88,8 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file);
 void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file);
 
 int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
-		    struct drm_vtpu_submit *args, struct dma_fence **done_out);
+		    struct drm_vtpu_submit *args, struct dma_fence **done_out,
+		    bool nowait);
 int vtpu_ioctl_submit(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,

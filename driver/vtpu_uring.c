@@ -185,6 +185,7 @@ int vtpu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	struct drm_vtpu_submit args;
 	struct vtpu_uring_req *req;
 	struct dma_fence *done;
+	bool nowait;
 	int ret;
 
 	if (issue_flags & IO_URING_F_CANCEL)
@@ -195,22 +196,22 @@ int vtpu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	    cmd->cmd_op != DRM_VTPU_URING_SUBMIT_PTR)
 		return -ENOTTY;
 
-	/*
-	 * Submitting allocates, copies from user memory and takes sleeping
-	 * locks: let io_uring retry from io-wq, where sleeping is fine.
-	 */
-	if (issue_flags & IO_URING_F_NONBLOCK)
-		return -EAGAIN;
-
 	ret = vtpu_uring_copy_args(cmd, issue_flags, &args);
 	if (ret)
 		return ret;
 
-	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	/*
+	 * The first attempt must not wait: the submission then only tries
+	 * (see vtpu_job_submit()), and returns -EAGAIN for io_uring to retry
+	 * from io-wq, where waiting is fine.
+	 */
+	nowait = issue_flags & IO_URING_F_NONBLOCK;
+	req = kzalloc(sizeof(*req), nowait ? GFP_NOWAIT | __GFP_NOWARN :
+					     GFP_KERNEL);
 	if (!req)
-		return -ENOMEM;
+		return nowait ? -EAGAIN : -ENOMEM;
 
-	ret = vtpu_job_submit(file->minor->dev, file, &args, &done);
+	ret = vtpu_job_submit(file->minor->dev, file, &args, &done, nowait);
 	if (ret) {
 		kfree(req);
 		return ret;

@@ -51,6 +51,19 @@ apt_install() {
 	$sudo apt-get install -y -qq --no-install-recommends "$@" >&2
 }
 
+# Package lists a machine image was built with go stale: when an install
+# fails, refresh them once and let the caller resolve versions again.
+apt_install_or_refresh() {
+	[ $# -gt 0 ] || return 0
+	apt_install "$@" && return 0
+	[ -n "$apt_forced_update" ] && return 1
+	apt_forced_update=1
+	echo "deps: install failed; refreshing the package lists" >&2
+	$sudo apt-get update -qq >&2
+	return 2
+}
+apt_forced_update=
+
 # The 6.12 flavour to build against: the version the meta-package points to
 # is the newest one apt offers. A cached answer (keyed on the apt lists'
 # mtime) keeps repeat runs free of apt-cache calls.
@@ -74,29 +87,41 @@ resolve_kver() {
 }
 
 # shellcheck disable=SC2046
-apt_install $(missing "${pkgs_base[@]}")
+apt_install_or_refresh $(missing "${pkgs_base[@]}") ||
+	apt_install $(missing "${pkgs_base[@]}")
 
-kver=$(resolve_kver)
-kpkgs=("linux-headers-$kver" "linux-image-$kver")
-# linux-source-6.12's version matching the ABI: the headers' package version.
-src_ver=$(dpkg-query -W -f='${Version}' "linux-headers-$kver" 2>/dev/null || true)
-if [ -z "$src_ver" ]; then
-	apt_update
-	src_ver=$(apt-cache show "linux-headers-$kver" | sed -n 's/^Version: //p' | head -1)
+# The kernel packages: headers to build against, the image the VM boots
+# (with its modules), and the source of the same version for kselftest
+# and checkpatch.
+kernel_packages() {
+	kver=$(resolve_kver)
+	kpkgs=("linux-headers-$kver" "linux-image-$kver")
+	src_ver=$(dpkg-query -W -f='${Version}' "linux-headers-$kver" 2>/dev/null || true)
+	if [ -z "$src_ver" ]; then
+		apt_update
+		src_ver=$(apt-cache show "linux-headers-$kver" | sed -n 's/^Version: //p' | head -1)
+	fi
+	if ! have_pkg linux-source-6.12 ||
+	   [ "$(dpkg-query -W -f='${Version}' linux-source-6.12)" != "$src_ver" ]; then
+		kpkgs+=("linux-source-6.12=$src_ver")
+	fi
+	m=()
+	for p in "${kpkgs[@]}"; do
+		case $p in
+		*=*) m+=("$p") ;;
+		*) have_pkg "$p" || m+=("$p") ;;
+		esac
+	done
+	# The image's postinst regenerates an initrd we never use; harmless.
+	apt_install_or_refresh "${m[@]}"
+}
+rc=0
+kernel_packages || rc=$?
+if [ "$rc" = 2 ]; then
+	kernel_packages
+elif [ "$rc" != 0 ]; then
+	exit "$rc"
 fi
-if ! have_pkg linux-source-6.12 ||
-   [ "$(dpkg-query -W -f='${Version}' linux-source-6.12)" != "$src_ver" ]; then
-	kpkgs+=("linux-source-6.12=$src_ver")
-fi
-m=()
-for p in "${kpkgs[@]}"; do
-	case $p in
-	*=*) m+=("$p") ;;
-	*) have_pkg "$p" || m+=("$p") ;;
-	esac
-done
-# The image's postinst regenerates an initrd we never use; it still works.
-apt_install "${m[@]}"
 
 # kselftest headers and checkpatch, from the very source the headers match.
 ksrc=$cache/linux-source-${src_ver//[^A-Za-z0-9.+-]/_}

@@ -134,8 +134,9 @@ mapfile -t kmods < <(modprobe -S "$kver" --show-depends -a 9p 9pnet_virtio |
 
 initrd=$vmdir/initramfs-$kver.cpio
 # Keyed on everything that goes in, and on this script (which lays it out).
-key=$({ echo "$kver"; sha256sum "$busybox" "$here/init" "${BASH_SOURCE[0]}" \
-	"${kmods[@]}"; } | sha256sum)
+# Contents only: the same script reached by another path is the same input.
+key=$({ echo "$kver" "${kmods[@]}"; cat "$busybox" "$here/init" \
+	"${BASH_SOURCE[0]}" "${kmods[@]}"; } | sha256sum)
 if [ ! -f "$initrd" ] || [ "$(cat "$initrd.key" 2>/dev/null)" != "$key" ]; then
 	echo "vm: building $initrd" >&2
 	stage=$(mktemp -d "$vmdir/initramfs.XXXXXX")

@@ -10,9 +10,20 @@
  * passes and truncates what an older userspace reads back.
  *
  * Errors common to every ioctl below:
- *  -EINVAL  unknown flag, nonzero padding or reserved field, unknown enum
+ *  -EINVAL  unknown flag, nonzero Input padding or reserved field, unknown
+ *           enum value
  *  -ENOENT  unknown GEM handle (handles are private to one open file)
  *  -EFAULT  bad user pointer
+ * Output fields are ignored on input and always written. When a request
+ * has several faults, which errno wins is unspecified.
+ *
+ * Buffers are destroyed with DRM_IOCTL_GEM_CLOSE, which fails with -EINVAL
+ * (the DRM core's errno) for an unknown handle. They are mapped with
+ * mmap(MAP_SHARED) on the file that created them, at the offset
+ * DRM_IOCTL_VTPU_BO_INFO reports and for at most the buffer's size:
+ * private mappings and lengths past the end fail with -EINVAL, another
+ * file's offset with -EACCES. A buffer's memory stays allocated, and
+ * counted, until its last handle, mapping and job are gone.
  */
 #ifndef _UAPI_VTPU_ACCEL_H_
 #define _UAPI_VTPU_ACCEL_H_
@@ -60,7 +71,11 @@ enum drm_vtpu_placement {
 	DRM_VTPU_PLACEMENT_HOST = 2,
 };
 
-/* Feature bits reported in &drm_vtpu_query.features. */
+/*
+ * Feature bits reported in &drm_vtpu_query.features. Version 1.0 of the
+ * uAPI always reports HBM, HOST, SUBMIT and SYNCOBJ; later versions add
+ * bits, and userspace checks them before using what they name.
+ */
 #define DRM_VTPU_FEATURE_HBM		_BITULL(0)	/* HBM placement */
 #define DRM_VTPU_FEATURE_HOST		_BITULL(1)	/* shmem placement */
 #define DRM_VTPU_FEATURE_SUBMIT		_BITULL(2)	/* SUBMIT, JOB_WAIT */
@@ -101,11 +116,15 @@ struct drm_vtpu_query {
 	 * bytes: the largest HBM buffer that can be created right now.
 	 */
 	__u64 hbm_largest_free;
-	/** @host_bytes: Output. Bytes of backing-store (HOST) buffers. */
+	/**
+	 * @host_bytes: Output. Bytes of backing-store (HOST) buffers of the
+	 * whole device, every file's.
+	 */
 	__u64 host_bytes;
 	/**
 	 * @max_bo_size: Output. Largest size DRM_IOCTL_VTPU_BO_CREATE
-	 * accepts, for any placement.
+	 * accepts, for any placement: a multiple of the page size, at least
+	 * @hbm_total.
 	 */
 	__u64 max_bo_size;
 
@@ -123,7 +142,7 @@ struct drm_vtpu_query {
  * The buffer's memory reads as zeros, whichever placement it gets. Sizes
  * are rounded up to the page size. Destroy it with DRM_IOCTL_GEM_CLOSE.
  *
- * Errors: -EINVAL @size is 0, unknown @placement, nonzero @flags or @pad;
+ * Errors: -EINVAL @size is 0, unknown @placement, nonzero @flags;
  * -E2BIG @size exceeds &drm_vtpu_query.max_bo_size; -ENOSPC placement HBM
  * and no contiguous HBM range of @size is free; -ENOMEM out of memory.
  */

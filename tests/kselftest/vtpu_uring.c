@@ -189,12 +189,38 @@ TEST_F(uring, results_equal_ioctl_results)
 	EXPECT_EQ((__u32)id + 1, done.job_id);
 }
 
+/*
+ * One URING_CMD on @ring with @len bytes of payload; returns its CQE's res.
+ * liburing 2.3 has no prep helper: clear the SQE (both halves on SQE128
+ * rings), then set opcode, fd, cmd_op and the payload.
+ */
+static int ring_cmd(struct io_uring *ring, int fd, __u32 op,
+		    const void *payload, size_t len)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct io_uring_cqe *cqe;
+	int res;
+
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, ring->flags & IORING_SETUP_SQE128 ? 2 * sizeof(*sqe) :
+							   sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = op;
+	memcpy(sqe->cmd, payload, len);
+	if (io_uring_submit_and_wait(ring, 1) != 1 ||
+	    io_uring_wait_cqe(ring, &cqe))
+		return -EIO;
+	res = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
 TEST_F(uring, pointer_form_works_on_a_64_byte_sqe_ring)
 {
 	struct drm_vtpu_uring_submit_ptr ptr;
 	struct drm_vtpu_submit s;
-	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
 	struct io_uring ring;
 
 	ASSERT_EQ(0, compute_setup(self->fd, &self->c[0], 5,
@@ -204,79 +230,38 @@ TEST_F(uring, pointer_form_works_on_a_64_byte_sqe_ring)
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
 
 	ptr = (struct drm_vtpu_uring_submit_ptr){ .submit = (__u64)(uintptr_t)&s };
-	sqe = io_uring_get_sqe(&ring);
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = self->fd;
-	sqe->cmd_op = DRM_VTPU_URING_SUBMIT_PTR;
-	memcpy(sqe->cmd, &ptr, sizeof(ptr));
-	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
-	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ(0, cqe->res);
-	io_uring_cqe_seen(&ring, cqe);
+	EXPECT_EQ(0, ring_cmd(&ring, self->fd, DRM_VTPU_URING_SUBMIT_PTR,
+			      &ptr, sizeof(ptr)));
 	EXPECT_FALSE(vtpu_mem_is(self->c[0].out.map, 0, N * 4));
 
 	/* The inline form needs 128-byte SQEs: -EINVAL on this ring. */
-	sqe = io_uring_get_sqe(&ring);
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = self->fd;
-	sqe->cmd_op = DRM_VTPU_URING_SUBMIT;
-	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
-	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ(-EINVAL, cqe->res);
-	io_uring_cqe_seen(&ring, cqe);
-
-	/* Nonzero padding and unknown commands. */
+	EXPECT_EQ(-EINVAL, ring_cmd(&ring, self->fd, DRM_VTPU_URING_SUBMIT,
+				    NULL, 0));
+	/* Nonzero padding, a bad pointer and unknown commands. */
 	ptr.pad = 1;
-	sqe = io_uring_get_sqe(&ring);
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = self->fd;
-	sqe->cmd_op = DRM_VTPU_URING_SUBMIT_PTR;
-	memcpy(sqe->cmd, &ptr, sizeof(ptr));
-	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
-	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ(-EINVAL, cqe->res);
-	io_uring_cqe_seen(&ring, cqe);
-
-	sqe = io_uring_get_sqe(&ring);
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = self->fd;
-	sqe->cmd_op = 0x1234;
-	ASSERT_EQ(1, io_uring_submit_and_wait(&ring, 1));
-	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ(-ENOTTY, cqe->res);
-	io_uring_cqe_seen(&ring, cqe);
+	EXPECT_EQ(-EINVAL, ring_cmd(&ring, self->fd, DRM_VTPU_URING_SUBMIT_PTR,
+				    &ptr, sizeof(ptr)));
+	ptr = (struct drm_vtpu_uring_submit_ptr){ .submit = 8 };
+	EXPECT_EQ(-EFAULT, ring_cmd(&ring, self->fd, DRM_VTPU_URING_SUBMIT_PTR,
+				    &ptr, sizeof(ptr)));
+	EXPECT_EQ(-ENOTTY, ring_cmd(&ring, self->fd, 0x1234, NULL, 0));
 	io_uring_queue_exit(&ring);
 }
 
 TEST_F(uring, iopoll_ring_gets_eopnotsupp)
 {
 	struct drm_vtpu_submit s;
-	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
 	struct io_uring ring;
-	int ret;
 
 	ASSERT_EQ(0, compute_setup(self->fd, &self->c[0], 5,
 				   DRM_VTPU_PLACEMENT_AUTO));
 	self->nc = 1;
 	s = request(&self->c[0]);
-	ret = io_uring_queue_init(8, &ring, IORING_SETUP_IOPOLL |
-				  IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
-	ASSERT_EQ(0, ret);
-	sqe = io_uring_get_sqe(&ring);
-	memset(sqe, 0, 2 * sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = self->fd;
-	sqe->cmd_op = DRM_VTPU_URING_SUBMIT;
-	memcpy(sqe->cmd, &s, sizeof(s));
-	ASSERT_EQ(1, io_uring_submit(&ring));
-	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ(-EOPNOTSUPP, cqe->res);
-	io_uring_cqe_seen(&ring, cqe);
+	ASSERT_EQ(0, io_uring_queue_init(8, &ring, IORING_SETUP_IOPOLL |
+					  IORING_SETUP_SQE128 |
+					  IORING_SETUP_CQE32));
+	EXPECT_EQ(-EOPNOTSUPP, ring_cmd(&ring, self->fd, DRM_VTPU_URING_SUBMIT,
+					&s, sizeof(s)));
 	io_uring_queue_exit(&ring);
 	EXPECT_TRUE(vtpu_wait_idle(self->minor, 10));
 }

@@ -28,6 +28,8 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=${VM_TERM:-dumb}
 # What tests may want to know about the setup they run in.
 export VTPU_RESULTS=$VM_RESULTS VTPU_PARAMS=$VM_PARAMS VTPU_MODULE=$VM_MODULE
+# Writable scratch: the host root, /tmp included, is read-only here.
+export TMPDIR=/dev/shm
 
 fail() {
 	echo "vm: $*" >&2
@@ -84,14 +86,14 @@ fi
 if [ -s "$vm/errors" ]; then
 	: # the module is not (fully) there: running the command is pointless
 elif ! cd "$VM_CWD" 2>/dev/null; then
-	fail "cannot cd to $VM_CWD in the guest (the guest's /tmp is a fresh tmpfs)"
+	fail "cannot cd to $VM_CWD in the guest"
 elif [ "$VM_MODE" = shell ]; then
 	# A real tty (not /dev/console) as controlling terminal gives the shell
 	# job control and Ctrl-C. The serial line cannot report the host
 	# window size, so run.sh passed it along.
 	tty=/dev/ttyS0
 	[ -n "${VM_ROWS:-}" ] && stty rows "$VM_ROWS" cols "$VM_COLS" <$tty
-	cat >/tmp/.vm-bashrc <<-'EOF'
+	cat >/dev/shm/.vm-bashrc <<-'EOF'
 		[ -f /etc/bash.bashrc ] && . /etc/bash.bashrc
 		[ -f ~/.bashrc ] && . ~/.bashrc
 		PS1='vtpu-vm:\w# '
@@ -99,7 +101,7 @@ elif [ "$VM_MODE" = shell ]; then
 	echo "vm: guest shell; 'exit' or Ctrl-D powers off, Ctrl-A X kills QEMU"
 	[ -n "$loaded" ] && echo "vm: $VM_MODNAME loaded${VM_PARAMS:+ ($VM_PARAMS)}; \$VTPU_RESULTS is $VM_RESULTS"
 	# shellcheck disable=SC2094 # one tty, both directions
-	setsid -c -w bash --rcfile /tmp/.vm-bashrc -i <$tty >$tty 2>&1
+	setsid -c -w bash --rcfile /dev/shm/.vm-bashrc -i <$tty >$tty 2>&1
 	echo $? >"$vm/status"
 else
 	bash "$vm/cmd.sh" </dev/null

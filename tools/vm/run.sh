@@ -230,8 +230,8 @@ mkdir "$v"
 
 printf '%s\n' "$results" >"$v/path"
 cp "$here/guest.sh" "$v/guest.sh"
-# The module is copied into the share: the guest sees it even if it lives
-# somewhere the guest hides (/tmp), and a rebuild during the run is harmless.
+# The module is copied into the share: the run keeps the module it started
+# with even if a rebuild replaces the file meanwhile.
 vm_module=
 if [ -n "$module" ]; then
 	cp "$module" "$v/"

@@ -50,6 +50,16 @@ RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
 RT_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj/rt/%.o,$(RT_SRCS))
 LIBRT := $(BUILD)/lib/libvtpu_rt.a
 
+# The graph compiler: a library the runtime, the tools and the tests link.
+CC_SRCS := $(wildcard compiler/*.c)
+CC_HDRS := $(wildcard compiler/*.h compiler/include/*.h)
+CC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -Icompiler \
+	-Iuapi -Idriver -Iruntime/compat
+CC_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj/cc/%.o,$(CC_SRCS))
+CC_SAN_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj-san/cc/%.o,$(CC_SRCS))
+LIBCC := $(BUILD)/lib/libvtpu_compiler.a
+LIBCC_SAN := $(BUILD)/lib/libvtpu_compiler-san.a
+
 KSFT_SRCS := $(wildcard tests/kselftest/*.c)
 KSFT_BINS := $(patsubst tests/kselftest/%.c,$(BUILD)/tests/kselftest/%,$(KSFT_SRCS))
 KSFT_HDRS := $(wildcard tests/kselftest/*.h)
@@ -108,6 +118,22 @@ $(LIBRT): $(RT_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CC_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj-san/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CC_CFLAGS) $(SAN) -c -o $@ $<
+
+$(LIBCC): $(CC_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBCC_SAN): $(CC_SAN_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 $(LIBEXEC): $(EXEC_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
@@ -124,10 +150,11 @@ $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
 		-luring -lpthread
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
-		$(LIBEXEC_SAN)
+		$(LIBEXEC_SAN) $(LIBCC_SAN)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
-		-isystem $(KSFT_DIR) -o $@ $< $(LIBEXEC_SAN) $(USER_LIBS) -lm
+		-Icompiler/include -Icompiler -isystem $(KSFT_DIR) -o $@ $< \
+		$(LIBCC_SAN) $(LIBEXEC_SAN) $(USER_LIBS) -lxxhash -lm
 
 # Each suite prints "<suite>: N passed, N failed, N skipped".
 checkpatch:

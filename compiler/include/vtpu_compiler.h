@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * vtpu_compiler.h - build tensor graphs and compile them into vtpu
+ * programs (uapi/drm/vtpu_isa.h).
+ *
+ * A graph is built op by op with the vtpu_g_* builder functions (or
+ * parsed from XLA HLO text with vtpu_hlo_parse()). Every builder function
+ * returns the new value's id (>= 0) or a negative -errno; an error is
+ * sticky: the graph remembers the first one, with a message
+ * (vtpu_graph_error()), and every later call returns it, so a sequence of
+ * builder calls needs one check at the end. Shapes are static; element
+ * types are f32, bf16, s32, s64 and pred (booleans).
+ *
+ * vtpu_compile() turns a graph into a struct vtpu_program: the binary
+ * the device runs, how its bindings map to parameters, outputs and
+ * scratch, and the cost model's figures.
+ *
+ * Ownership: a graph owns everything built into it; a program owns its
+ * binary and tables. Thread safety: a graph or program may be used by
+ * one thread at a time; different objects are independent.
+ */
+#ifndef VTPU_COMPILER_H
+#define VTPU_COMPILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VTPU_MAX_RANK	6
+
+enum vtpu_type {
+	VTPU_F32,
+	VTPU_BF16,
+	VTPU_S32,
+	VTPU_S64,
+	VTPU_PRED,
+};
+
+struct vtpu_shape {
+	enum vtpu_type type;
+	int rank;			/* 0 (scalar) .. VTPU_MAX_RANK */
+	int64_t dims[VTPU_MAX_RANK];	/* each >= 1 */
+};
+
+struct vtpu_graph;
+
+/* A new, empty graph; NULL when out of memory. */
+struct vtpu_graph *vtpu_graph_new(void);
+void vtpu_graph_free(struct vtpu_graph *g);
+
+/* The first error's message, or NULL. Owned by the graph. */
+const char *vtpu_graph_error(const struct vtpu_graph *g);
+
+/* The shape of value @v; -EINVAL for a bad id. */
+int vtpu_graph_shape(const struct vtpu_graph *g, int v, struct vtpu_shape *out);
+
+/* ---- builder ---------------------------------------------------------- */
+
+/* Parameter @index (0, 1, ... in order, each once); @name may be NULL. */
+int vtpu_g_parameter(struct vtpu_graph *g, int index,
+		     const struct vtpu_shape *shape, const char *name);
+/* A constant; @data holds the elements row-major in @shape's type (pred:
+ * one byte each). The graph keeps a copy. */
+int vtpu_g_constant(struct vtpu_graph *g, const struct vtpu_shape *shape,
+		    const void *data);
+/* A scalar f32 constant, for convenience. */
+int vtpu_g_scalar(struct vtpu_graph *g, float value);
+
+enum vtpu_unary_op {
+	VTPU_NEG, VTPU_ABS, VTPU_EXP, VTPU_LOG, VTPU_SQRT, VTPU_RSQRT,
+	VTPU_TANH, VTPU_LOGISTIC, VTPU_RELU, VTPU_GELU,
+};
+int vtpu_g_unary(struct vtpu_graph *g, enum vtpu_unary_op op, int a);
+
+/* Elementwise on equal shapes and types (broadcast explicitly first). */
+enum vtpu_binary_op {
+	VTPU_ADD, VTPU_SUB, VTPU_MUL, VTPU_DIV, VTPU_MAX, VTPU_MIN, VTPU_POW,
+};
+int vtpu_g_binary(struct vtpu_graph *g, enum vtpu_binary_op op, int a, int b);
+
+enum vtpu_cmp_dir { VTPU_EQ, VTPU_NE, VTPU_LT, VTPU_LE, VTPU_GT, VTPU_GE };
+/* pred result of the same dims. */
+int vtpu_g_compare(struct vtpu_graph *g, enum vtpu_cmp_dir dir, int a, int b);
+/* @pred ? @a : @b, elementwise; @pred of type pred. */
+int vtpu_g_select(struct vtpu_graph *g, int pred, int a, int b);
+
+/*
+ * XLA broadcast_in_dim: the result has @shape's dims (@a's type);
+ * operand dimension i becomes result dimension @dims[i] (increasing), of
+ * the same size or size 1.
+ */
+int vtpu_g_broadcast(struct vtpu_graph *g, int a, int rank,
+		     const int64_t *out_dims, const int *dims);
+int vtpu_g_reshape(struct vtpu_graph *g, int a, int rank, const int64_t *dims);
+/* Result dimension i is operand dimension @perm[i]. */
+int vtpu_g_transpose(struct vtpu_graph *g, int a, const int *perm);
+
+/* XLA DotGeneral dimension numbers. */
+struct vtpu_dot_dims {
+	int nbatch, ncontract;
+	int lhs_batch[VTPU_MAX_RANK], rhs_batch[VTPU_MAX_RANK];
+	int lhs_contract[VTPU_MAX_RANK], rhs_contract[VTPU_MAX_RANK];
+};
+/* Result dims: batch, lhs free, rhs free (XLA order). */
+int vtpu_g_dot(struct vtpu_graph *g, int lhs, int rhs,
+	       const struct vtpu_dot_dims *dims);
+/* Plain 2-D [M,K] x [K,N] (and batched [B,M,K] x [B,K,N]) matmul. */
+int vtpu_g_matmul(struct vtpu_graph *g, int lhs, int rhs);
+
+/* 2-D convolution, input NCHW, kernel OIHW (I = C / groups). */
+struct vtpu_conv_params {
+	int stride[2];		/* >= 1 */
+	int pad_lo[2], pad_hi[2];	/* >= 0 */
+	int dilation[2];	/* >= 1 */
+	int groups;		/* >= 1, divides C and O */
+};
+int vtpu_g_conv2d(struct vtpu_graph *g, int input, int kernel,
+		  const struct vtpu_conv_params *p);
+
+enum vtpu_reduce_op { VTPU_REDUCE_SUM_OP, VTPU_REDUCE_MAX_OP,
+		      VTPU_REDUCE_MIN_OP, VTPU_REDUCE_MEAN_OP };
+/* Reduces over @naxes axes (distinct); they disappear from the shape. */
+int vtpu_g_reduce(struct vtpu_graph *g, enum vtpu_reduce_op op, int a,
+		  int naxes, const int *axes);
+int vtpu_g_softmax(struct vtpu_graph *g, int a, int axis);
+int vtpu_g_log_softmax(struct vtpu_graph *g, int a, int axis);
+int vtpu_g_concat(struct vtpu_graph *g, int n, const int *vals, int axis);
+/* XLA slice: [start, limit) with step @strides (>= 1) per dimension. */
+int vtpu_g_slice(struct vtpu_graph *g, int a, const int64_t *start,
+		 const int64_t *limit, const int64_t *strides);
+/* Edge padding (no interior) with the scalar value @pad_value. */
+int vtpu_g_pad(struct vtpu_graph *g, int a, const int64_t *lo,
+	       const int64_t *hi, double pad_value);
+int vtpu_g_convert(struct vtpu_graph *g, int a, enum vtpu_type type);
+
+/* The graph's results, in order (a tuple when n > 1). */
+int vtpu_g_outputs(struct vtpu_graph *g, int n, const int *vals);
+
+/* ---- frontends -------------------------------------------------------- */
+
+/*
+ * Parses XLA HLO text (the subset the builder covers) into a new graph.
+ * On error returns -EINVAL and, when @err is not NULL, a message
+ * "LINE:COL: expected ..." in @err (@errlen bytes).
+ */
+int vtpu_hlo_parse(const char *text, size_t len, struct vtpu_graph **out,
+		   char *err, size_t errlen);
+
+/* ---- compilation ------------------------------------------------------ */
+
+/* What the compiler must know of the device (from DRM_IOCTL_VTPU_QUERY). */
+struct vtpu_device_params {
+	uint64_t vmem_size;	/* bytes per core */
+	uint32_t num_cores;
+	uint64_t hbm_size;
+	/* For the cost model; 0 picks the documented defaults. */
+	double flops_per_ns;	/* MXU+VPU throughput of one core */
+	double bytes_per_ns;	/* DMA bandwidth of one core */
+};
+
+struct vtpu_compile_options {
+	/* Print the IR after this pass ("all" for every pass), as the
+	 * environment variable VTPU_DUMP does; NULL: as VTPU_DUMP says. */
+	const char *dump;
+	void *dump_file;	/* FILE *; NULL: stderr */
+	int no_fusion;		/* disable fusion (for tests) */
+};
+
+enum vtpu_binding_role {
+	VTPU_BIND_PARAM,	/* parameter @index, read */
+	VTPU_BIND_OUTPUT,	/* output @index, written */
+	VTPU_BIND_SCRATCH,	/* intermediates, read and written */
+};
+
+struct vtpu_binding_info {
+	enum vtpu_binding_role role;
+	int index;		/* parameter or output number; 0 for scratch */
+	uint64_t size;		/* bytes */
+	struct vtpu_shape shape;	/* parameters and outputs */
+};
+
+/* Compile-time inspection: the cost model and the memory plan. */
+struct vtpu_cost {
+	double flops;
+	double bytes_moved;		/* DMA bytes */
+	double est_time_ns;		/* on one core */
+	uint64_t code_bytes, const_bytes;
+	uint64_t param_bytes, output_bytes;
+	uint64_t scratch_bytes;		/* planned HBM scratch peak */
+	uint64_t scratch_lower_bound;	/* liveness lower bound */
+	uint64_t vmem_bytes;		/* VMEM the program uses */
+	uint32_t insn_count;
+	uint32_t kernel_count;		/* after fusion */
+};
+
+struct vtpu_program {
+	void *binary;			/* the program, header first */
+	size_t size;
+	int nbindings;
+	struct vtpu_binding_info *bindings;	/* in binding order */
+	int nparams, noutputs;
+	struct vtpu_cost cost;
+};
+
+/*
+ * Compiles @g for a device. On error returns -errno and, when @err is
+ * not NULL, a message.
+ */
+int vtpu_compile(const struct vtpu_graph *g,
+		 const struct vtpu_device_params *dev,
+		 const struct vtpu_compile_options *opts,
+		 struct vtpu_program **out, char *err, size_t errlen);
+void vtpu_program_free(struct vtpu_program *p);
+
+/* Disassembles a program, one instruction a line. */
+int vtpu_disasm(const void *binary, size_t size, void *file /* FILE * */);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VTPU_COMPILER_H */

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * ir.h - the compiler's internal header, one section per file (chibicc
+ * style). The graph IR: nodes in topological order, each a value with a
+ * static shape; node ids are indices into g->nodes and inputs always
+ * have smaller ids. Passes rewrite the graph in place: they append new
+ * nodes, redirect uses with ir_replace_uses() and leave dead nodes to
+ * DCE, then ir_compact() renumbers. The pipeline is compile.c.
+ *
+ * Two levels of ops share the table below:
+ *   high level  what the builder and the frontends produce
+ *   primitive   what lower.c turns everything into and codegen.c emits:
+ *               elementwise ops, P_MATMUL, P_REDUCE_LAST, P_COPY, CONCAT,
+ *               PAD, RESHAPE (an alias), PARAM, CONST
+ */
+#ifndef VTPU_IR_H
+#define VTPU_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vtpu_compiler.h"
+
+/*
+ * The op table (QBE ops.h style).
+ *   name      OP_<name>
+ *   nin       inputs; -1: variable (CONCAT)
+ *   kind      K_EW1 / K_EW2 / K_EW3: elementwise with 1, 2 or 3 inputs
+ *             (fusable); K_OTHER
+ *   prim      1 if codegen.c emits it directly (after lower.c)
+ */
+#define K_OTHER	0
+#define K_EW1	1
+#define K_EW2	2
+#define K_EW3	3
+
+#define IR_OPS(X) \
+	/* name           nin  kind     prim */ \
+	X(PARAM,          0,   K_OTHER, 1) \
+	X(CONST,          0,   K_OTHER, 1) \
+	X(NEG,            1,   K_EW1,   1) \
+	X(ABS,            1,   K_EW1,   1) \
+	X(EXP,            1,   K_EW1,   1) \
+	X(LOG,            1,   K_EW1,   1) \
+	X(SQRT,           1,   K_EW1,   1) \
+	X(RSQRT,          1,   K_EW1,   1) \
+	X(TANH,           1,   K_EW1,   1) \
+	X(LOGISTIC,       1,   K_EW1,   1) \
+	X(RELU,           1,   K_EW1,   1) \
+	X(GELU,           1,   K_EW1,   1) \
+	X(CONVERT,        1,   K_EW1,   1) \
+	X(ADD,            2,   K_EW2,   1) \
+	X(SUB,            2,   K_EW2,   1) \
+	X(MUL,            2,   K_EW2,   1) \
+	X(DIV,            2,   K_EW2,   1) \
+	X(MAX,            2,   K_EW2,   1) \
+	X(MIN,            2,   K_EW2,   1) \
+	X(POW,            2,   K_EW2,   1) \
+	X(COMPARE,        2,   K_EW2,   1) \
+	X(SELECT,         3,   K_EW3,   1) \
+	X(BROADCAST,      1,   K_OTHER, 0) \
+	X(RESHAPE,        1,   K_OTHER, 1) \
+	X(TRANSPOSE,      1,   K_OTHER, 0) \
+	X(DOT,            2,   K_OTHER, 0) \
+	X(CONV,           2,   K_OTHER, 0) \
+	X(REDUCE,         1,   K_OTHER, 0) \
+	X(SOFTMAX,        1,   K_OTHER, 0) \
+	X(LOG_SOFTMAX,    1,   K_OTHER, 0) \
+	X(CONCAT,         -1,  K_OTHER, 1) \
+	X(SLICE,          1,   K_OTHER, 0) \
+	X(PAD,            1,   K_OTHER, 1) \
+	X(P_MATMUL,       2,   K_OTHER, 1) \
+	X(P_REDUCE_LAST,  1,   K_OTHER, 1) \
+	X(P_COPY,         1,   K_OTHER, 1) \
+	X(DEAD,           0,   K_OTHER, 0)
+
+enum ir_op {
+#define IR_OP_ENUM(name, nin, kind, prim) OP_##name,
+	IR_OPS(IR_OP_ENUM)
+#undef IR_OP_ENUM
+	OP_NR
+};
+
+struct ir_op_info {
+	const char *name;
+	int nin;
+	int kind;
+	int prim;
+};
+
+extern const struct ir_op_info ir_ops[OP_NR];
+
+/*
+ * A strided view of a row-major buffer, for P_COPY: element (i0..in-1)
+ * of the result is element offset + sum(i_k * stride[k]) of the input's
+ * buffer (strides in elements, >= 0; 0 repeats: a broadcast).
+ */
+struct ir_view {
+	int64_t offset;
+	int64_t stride[VTPU_MAX_RANK];
+};
+
+struct ir_node {
+	enum ir_op op;
+	struct vtpu_shape shape;
+	int nin;
+	int *in;		/* nin input ids */
+	const char *name;	/* optional, for dumps (PARAM: its name) */
+
+	union {
+		struct { int index; } param;
+		struct { void *data; } cst;	/* row-major, shape's type */
+		struct { enum vtpu_cmp_dir dir; } cmp;
+		struct { int dims[VTPU_MAX_RANK]; } bcast;
+		struct { int perm[VTPU_MAX_RANK]; } transpose;
+		struct vtpu_dot_dims dot;
+		struct vtpu_conv_params conv;
+		struct { enum vtpu_reduce_op op; uint32_t axes; } reduce;
+		struct { int axis; } softmax;	/* and LOG_SOFTMAX */
+		struct { int axis; } concat;
+		struct {
+			int64_t start[VTPU_MAX_RANK], limit[VTPU_MAX_RANK];
+			int64_t stride[VTPU_MAX_RANK];
+		} slice;
+		struct {
+			int64_t lo[VTPU_MAX_RANK], hi[VTPU_MAX_RANK];
+			double value;
+		} pad;
+		/* P_MATMUL: in[0] [B,M,K] (or [B,K,M] if trans_a), in[1]
+		 * [B,K,N] (or [B,N,K] if trans_b), rank 3, result [B,M,N] */
+		struct { bool trans_a, trans_b; } mm;
+		/* P_REDUCE_LAST: rank-2 [R,C] -> [R] (rank 1) */
+		struct { enum vtpu_reduce_op op; } rl;
+		struct ir_view view;	/* P_COPY */
+	} a;
+
+	/* Set by passes. */
+	int kernel;		/* fusion: id of the kernel it belongs to */
+	int64_t offset;		/* plan: byte offset in its arena */
+	int arena;		/* plan: enum ir_arena */
+	int uses;		/* users, counted by ir_count_uses() */
+};
+
+enum ir_arena {
+	A_NONE,		/* not materialised (fused away) or an alias */
+	A_PARAM,	/* a parameter binding */
+	A_OUTPUT,	/* an output binding */
+	A_CONST,	/* the constants section */
+	A_SCRATCH,	/* the HBM scratch binding */
+};
+
+struct ir_graph {
+	struct ir_node *nodes;
+	int n, cap;
+	int *outputs;
+	int nout;
+	int nparams;
+	char err[256];
+	int errcode;
+	/* every allocation the graph owns, freed with it */
+	void **allocs;
+	int nallocs, allocs_cap;
+};
+
+/* The public type is the internal one. */
+struct vtpu_graph {
+	struct ir_graph ir;
+};
+
+/* ---- ir.c: graphs, shapes, the verifier, dumps ------------------------- */
+
+int64_t shape_elems(const struct vtpu_shape *s);
+int type_size(enum vtpu_type t);	/* bytes in memory; pred: 1 */
+const char *type_name(enum vtpu_type t);
+bool shape_eq(const struct vtpu_shape *a, const struct vtpu_shape *b);
+bool dims_eq(const struct vtpu_shape *a, const struct vtpu_shape *b);
+
+void *ir_alloc(struct ir_graph *g, size_t size);	/* zeroed, owned */
+/* Sets the sticky error (first one wins); returns -code. */
+int ir_error(struct ir_graph *g, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Appends a node; copies @in. Returns its id or -errno. */
+int ir_add(struct ir_graph *g, enum ir_op op, const struct vtpu_shape *shape,
+	   int nin, const int *in);
+void ir_replace_uses(struct ir_graph *g, int from, int to);
+void ir_count_uses(struct ir_graph *g);
+/* Drops DEAD nodes and renumbers; keeps topological order. */
+int ir_compact(struct ir_graph *g);
+/* The shape node @n must have, from its operands and attributes. */
+int ir_infer(struct ir_graph *g, const struct ir_node *n,
+	     struct vtpu_shape *s);
+/* Shape and type rules of every op; 0 or -EINVAL with g->err set. */
+int ir_verify(struct ir_graph *g);
+void ir_dump(const struct ir_graph *g, FILE *f, const char *title);
+/* A deep copy (for passes that want the original kept). */
+struct ir_graph *ir_clone(const struct ir_graph *g);
+void ir_free(struct ir_graph *g);
+
+/* ---- eval.c: the reference evaluator ------------------------------------ */
+
+/*
+ * Evaluates any graph (high level or primitive) in double precision, an
+ * oracle independent of lower.c and codegen.c. @params[i] points to
+ * parameter i in its type's memory format; @outs[i] receives output i in
+ * its type's format (malloc'd; free each). Returns 0 or -errno.
+ */
+int ir_eval(const struct ir_graph *g, const void *const *params,
+	    void **outs);
+
+/* ---- passes: simplify.c, fold.c, cse.c, dce.c, fuse.c ------------------- */
+
+int pass_simplify(struct ir_graph *g);	/* algebraic identities */
+int pass_fold(struct ir_graph *g);	/* constant folding (uses eval.c) */
+int pass_cse(struct ir_graph *g);
+int pass_dce(struct ir_graph *g);
+int pass_lower(struct ir_graph *g);	/* lower.c: to primitive ops */
+int pass_fuse(struct ir_graph *g, bool enable);	/* sets node.kernel */
+
+/* ---- tile.c, plan.c, codegen.c, emit.c, cost.c -------------------------- */
+
+struct cg_tiles;	/* per kernel tile choices, tile.c */
+
+struct plan_stats {
+	uint64_t scratch_peak;
+	uint64_t scratch_lower_bound;
+	uint64_t vmem_peak;
+};
+
+int pass_plan(struct ir_graph *g, struct plan_stats *st);
+int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
+	    struct vtpu_program *prog, char *err, size_t errlen);
+void cost_model(const struct ir_graph *g, const struct vtpu_device_params *dev,
+		struct vtpu_program *prog);
+
+/* ---- cache.c: the compile cache ------------------------------------------ */
+
+/* 128-bit content hash of the canonical graph, options, device, version. */
+void graph_hash(const struct ir_graph *g, const struct vtpu_device_params *dev,
+		const struct vtpu_compile_options *opts, uint64_t out[2]);
+
+#endif /* VTPU_IR_H */

@@ -70,20 +70,42 @@ BENCH := $(BUILD)/bin/vtpu-bench
 BENCH_SRCS := $(wildcard tools/bench/*.c)
 
 .PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
-	bench
+	bench fuzz
 
-all: module tests $(BENCH)
+COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
+HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
 
-$(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBRT) $(LIBEXEC) $(TEST_HDRS) \
-		$(KSFT_HDRS)
+all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ)
+
+$(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
+		$(LIBCC) $(LIBEXEC)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -o $@ $< \
+		$(LIBCC) $(LIBEXEC) -lxxhash -lpthread -lm
+
+# libFuzzer target for the HLO parser (clang); `make fuzz` runs it.
+$(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS)
+	@mkdir -p $(@D)
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-Icompiler/include -Icompiler -Iuapi -Idriver -Iruntime/compat \
+		-o $@ $< $(CC_SRCS) $(EXEC_SRCS) -lxxhash -lpthread -lm
+
+fuzz: $(HLO_FUZZ)
+	$(HLO_FUZZ) -max_total_time=$${FUZZ_SECONDS:-60} \
+		-artifact_prefix=$(BUILD)/ tests/fuzz/hlo_corpus
+
+$(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBRT) $(LIBEXEC) $(LIBCC) \
+		$(TEST_HDRS) $(KSFT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
+		-Icompiler/include \
 		-Itests/kselftest -Itools/bench -isystem $(KSFT_DIR) \
-		-o $@ $(BENCH_SRCS) $(LIBRT) \
-		$(LIBEXEC) $(USER_LIBS) -luring -lopenblas -lm
+		-o $@ $(BENCH_SRCS) $(LIBRT) $(LIBCC) \
+		$(LIBEXEC) $(USER_LIBS) -luring -lopenblas -lxxhash -lpthread -lm
 
 # Benchmarks print one figure a line; the device suites run in the VM.
 bench: module $(BENCH)
+	@$(BENCH) compile
 	@OPENBLAS_NUM_THREADS=1 $(BENCH) exec
 	@tools/vm/run.sh --build $(BUILD) --module $(CURDIR)/$(MODULE) \
 		--params "$(VM_PARAMS)" --timeout 900 -- $(BENCH) submit
@@ -154,7 +176,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
 		-Icompiler/include -Icompiler -isystem $(KSFT_DIR) -o $@ $< \
-		$(LIBCC_SAN) $(LIBEXEC_SAN) $(USER_LIBS) -lxxhash -lm
+		$(LIBCC_SAN) $(LIBEXEC_SAN) $(USER_LIBS) -lxxhash -lpthread -lm
 
 # Each suite prints "<suite>: N passed, N failed, N skipped".
 checkpatch:

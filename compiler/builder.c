@@ -166,14 +166,6 @@ int vtpu_g_select(struct vtpu_graph *gr, int pred, int a, int b)
 	return build(&gr->ir, OP_SELECT, 3, in, NULL, 0, NULL);
 }
 
-static int check_rank(struct ir_graph *g, const char *what, int rank)
-{
-	if (rank < 0 || rank > VTPU_MAX_RANK)
-		return ir_error(g, EINVAL, "%s: rank %d out of 0..%d", what, rank,
-				VTPU_MAX_RANK);
-	return 0;
-}
-
 int vtpu_g_broadcast(struct vtpu_graph *gr, int a, int rank,
 		     const int64_t *out_dims, const int *dims)
 {
@@ -182,10 +174,12 @@ int vtpu_g_broadcast(struct vtpu_graph *gr, int a, int rank,
 	int bdims[VTPU_MAX_RANK] = { 0 };
 	struct vtpu_shape in;
 
-	if (check_rank(g, "broadcast", rank) || vtpu_graph_shape(gr, a, &in))
+	if (rank < 0 || rank > VTPU_MAX_RANK || vtpu_graph_shape(gr, a, &in))
 		return ir_error(g, EINVAL, "broadcast: bad operand or rank");
-	memcpy(s.dims, out_dims, rank * sizeof(int64_t));
-	memcpy(bdims, dims, in.rank * sizeof(int));
+	if (rank)
+		memcpy(s.dims, out_dims, rank * sizeof(int64_t));
+	if (in.rank)
+		memcpy(bdims, dims, in.rank * sizeof(int));
 	return build(g, OP_BROADCAST, 1, &a, bdims, sizeof(bdims), &s);
 }
 
@@ -194,9 +188,11 @@ int vtpu_g_reshape(struct vtpu_graph *gr, int a, int rank, const int64_t *dims)
 	struct vtpu_shape s = { .rank = rank };
 	int i;
 
-	if (check_rank(&gr->ir, "reshape", rank))
-		return -gr->ir.errcode;
-	memcpy(s.dims, dims, rank * sizeof(int64_t));
+	if (rank < 0 || rank > VTPU_MAX_RANK)
+		return ir_error(&gr->ir, EINVAL, "reshape: rank %d out of 0..%d",
+				rank, VTPU_MAX_RANK);
+	if (rank)
+		memcpy(s.dims, dims, rank * sizeof(int64_t));
 	for (i = 0; i < rank; i++)
 		if (dims[i] < 1)
 			return ir_error(&gr->ir, EINVAL, "reshape: dimension %d is %lld",
@@ -211,7 +207,8 @@ int vtpu_g_transpose(struct vtpu_graph *gr, int a, const int *perm)
 
 	if (vtpu_graph_shape(gr, a, &in))
 		return ir_error(&gr->ir, EINVAL, "transpose: bad operand");
-	memcpy(p, perm, in.rank * sizeof(int));
+	if (in.rank)
+		memcpy(p, perm, in.rank * sizeof(int));
 	return build(&gr->ir, OP_TRANSPOSE, 1, &a, p, sizeof(p), NULL);
 }
 

@@ -51,6 +51,7 @@ int vtpu_compile(const struct vtpu_graph *graph,
 	struct pipeline p = { .err = err, .errlen = errlen };
 	struct vtpu_program *prog = NULL;
 	struct plan_stats plan = { 0 };
+	uint64_t key[2];
 	int ret;
 
 	if (!opts)
@@ -61,6 +62,11 @@ int vtpu_compile(const struct vtpu_graph *graph,
 		if (err)
 			snprintf(err, errlen, "graph: %s", graph->ir.err);
 		return -graph->ir.errcode;
+	}
+	if (opts->cache) {
+		graph_hash(&graph->ir, dev, opts, key);
+		if (!vtpu_cache_get(opts->cache, key, out))
+			return 0;
 	}
 	p.dump = opts->dump ? opts->dump : getenv("VTPU_DUMP");
 	p.dump_file = opts->dump_file ? opts->dump_file : stderr;
@@ -92,6 +98,9 @@ int vtpu_compile(const struct vtpu_graph *graph,
 	cost_model(p.g, dev, prog);
 
 	vtpu_graph_free((struct vtpu_graph *)p.g);
+	/* A cache that cannot store still leaves a good program. */
+	if (opts->cache)
+		vtpu_cache_put(opts->cache, key, prog);
 	*out = prog;
 	return 0;
 

@@ -163,7 +163,12 @@ struct vtpu_device_params {
 	double bytes_per_ns;	/* DMA bandwidth of one core */
 };
 
+struct vtpu_cache;
+
 struct vtpu_compile_options {
+	/* Look the program up here first, and store it after compiling;
+	 * NULL: no cache. */
+	struct vtpu_cache *cache;
 	/* Print the IR after this pass ("all" for every pass), as the
 	 * environment variable VTPU_DUMP does; NULL: as VTPU_DUMP says. */
 	const char *dump;
@@ -216,6 +221,47 @@ int vtpu_compile(const struct vtpu_graph *g,
 		 const struct vtpu_compile_options *opts,
 		 struct vtpu_program **out, char *err, size_t errlen);
 void vtpu_program_free(struct vtpu_program *p);
+
+/* ---- the compile cache ------------------------------------------------ */
+
+/*
+ * Programs by a 128-bit content hash (xxh3) of the canonical graph
+ * (constants included), the device parameters, the options that change
+ * code and the compiler version. A small LRU in memory in front of a
+ * directory of files, one a program, written atomically. An entry that
+ * is short, corrupt or for another key is a miss and is removed: it is
+ * never returned. Thread safety: any thread may call any function but
+ * vtpu_cache_free().
+ */
+
+struct vtpu_cache_stats {
+	uint64_t hits;		/* gets that returned a program */
+	uint64_t misses;	/* gets that did not */
+	uint64_t evictions;	/* memory entries pushed out by the LRU */
+	uint64_t disk_hits;	/* hits read from disk (counted in hits too) */
+	uint64_t corrupt;	/* disk entries rejected and removed */
+};
+
+/*
+ * A cache of @mem_entries programs in memory (0: none) backed by @dir:
+ * NULL picks $XDG_CACHE_HOME/vtpu, else ~/.cache/vtpu; "" disables the
+ * disk. The directory is created (0700) on the first put. NULL when out
+ * of memory.
+ */
+struct vtpu_cache *vtpu_cache_new(size_t mem_entries, const char *dir);
+void vtpu_cache_free(struct vtpu_cache *c);
+
+/* 0 and a copy of the program in *@out, or -ENOENT on a miss. */
+int vtpu_cache_get(struct vtpu_cache *c, const uint64_t key[2],
+		   struct vtpu_program **out);
+/*
+ * Stores a copy of @p in memory and on disk (written atomically); 0, or
+ * -errno when the disk write failed (the memory entry stays).
+ */
+int vtpu_cache_put(struct vtpu_cache *c, const uint64_t key[2],
+		   const struct vtpu_program *p);
+void vtpu_cache_stats(const struct vtpu_cache *c, struct vtpu_cache_stats *st);
+
 
 /* Disassembles a program, one instruction a line. */
 int vtpu_disasm(const void *binary, size_t size, void *file /* FILE * */);

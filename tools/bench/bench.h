@@ -30,6 +30,7 @@ static inline double bench_median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+int bench_compile(int argc, char **argv);
 int bench_exec(int argc, char **argv);
 int bench_submit(int argc, char **argv);
 

@@ -16,6 +16,8 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *help;
 } suites[] = {
+	{ "compile", bench_compile,
+	  "     compile time cold vs cached, planner peak vs lower bound" },
 	{ "exec", bench_exec,
 	  "        executor f32 matmul vs OpenBLAS sgemm, one thread" },
 	{ "submit", bench_submit,

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * fold.c - constant folding. A node whose operands are all constants
+ * becomes a constant, computed by the reference evaluator (eval.c) on a
+ * throwaway graph of the node and its operands: one source of truth for
+ * what every op means, so folding cannot disagree with the oracle the
+ * tests compare the device against.
+ *
+ * Limits, because a folded constant is stored in the program:
+ *   - results above FOLD_MAX_ELEMS elements stay computed at run time;
+ *   - an op that makes more elements than its operands hold (broadcast,
+ *     pad) folds only up to FOLD_GROW_MAX elements: a broadcast of a
+ *     scalar is cheaper to compute than to load.
+ * The node is rewritten in place, so a chain of constant ops folds in one
+ * forward walk.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+#define FOLD_MAX_ELEMS	(1 << 20)
+#define FOLD_GROW_MAX	(1 << 12)
+
+static bool foldable(const struct ir_graph *g, const struct ir_node *n)
+{
+	int64_t elems = shape_elems(&n->shape), in_elems = 0;
+	int k;
+
+	if (n->op == OP_DEAD || n->nin == 0 || elems > FOLD_MAX_ELEMS)
+		return false;
+	for (k = 0; k < n->nin; k++) {
+		if (g->nodes[n->in[k]].op != OP_CONST)
+			return false;
+		in_elems += shape_elems(&g->nodes[n->in[k]].shape);
+	}
+	return elems <= in_elems || elems <= FOLD_GROW_MAX;
+}
+
+/*
+ * Evaluates node @n of @g into @out (malloc'd by ir_eval). The subgraph
+ * borrows the constants' data: a graph frees only what it allocated.
+ */
+static int eval_node(const struct ir_graph *g, const struct ir_node *n,
+		     void **out)
+{
+	struct vtpu_graph *sub = vtpu_graph_new();
+	struct ir_graph *s;
+	int *in, k, id, ret = -ENOMEM;
+
+	if (!sub)
+		return -ENOMEM;
+	s = &sub->ir;
+	in = ir_alloc(s, n->nin * sizeof(int));
+	if (!in)
+		goto out;
+	for (k = 0; k < n->nin; k++) {
+		const struct ir_node *c = &g->nodes[n->in[k]];
+
+		in[k] = ir_add(s, OP_CONST, &c->shape, 0, NULL);
+		if (in[k] < 0)
+			goto out;
+		s->nodes[in[k]].a.cst.data = c->a.cst.data;
+	}
+	id = ir_add(s, n->op, &n->shape, n->nin, in);
+	if (id < 0)
+		goto out;
+	s->nodes[id].a = n->a;
+	s->outputs = malloc(sizeof(int));
+	if (!s->outputs)
+		goto out;
+	s->outputs[0] = id;
+	s->nout = 1;
+	ret = ir_eval(s, NULL, out);
+out:
+	vtpu_graph_free(sub);
+	return ret;
+}
+
+/* Turns node @i into a constant holding @data (copied into @g). */
+static int make_const(struct ir_graph *g, int i, const void *data)
+{
+	struct ir_node *n = &g->nodes[i];
+	size_t bytes = shape_elems(&n->shape) * type_size(n->shape.type);
+	void *copy = ir_alloc(g, bytes);
+
+	if (!copy)
+		return ir_error(g, ENOMEM, "out of memory");
+	memcpy(copy, data, bytes);
+	n = &g->nodes[i];
+	n->op = OP_CONST;
+	n->nin = 0;
+	n->in = NULL;
+	/* zero the union: cse.c and cache.c read attribute bytes */
+	memset(&n->a, 0, sizeof(n->a));
+	n->a.cst.data = copy;
+	return 0;
+}
+
+int pass_fold(struct ir_graph *g)
+{
+	void *out[1];
+	int i, ret;
+
+	if (g->errcode)
+		return -g->errcode;
+	for (i = 0; i < g->n; i++) {
+		if (!foldable(g, &g->nodes[i]))
+			continue;
+		out[0] = NULL;
+		/* An op the evaluator cannot do stays for the device. */
+		if (eval_node(g, &g->nodes[i], out))
+			continue;
+		ret = make_const(g, i, out[0]);
+		free(out[0]);
+		if (ret)
+			return ret;
+	}
+	return ir_compact(g);
+}

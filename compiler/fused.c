@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * fused.c - the compute kernels: a chain of elementwise nodes, optionally
+ * led by a P_MATMUL whose output tile the chain consumes in VMEM before
+ * anything is stored (epilogue fusion). A single elementwise node is the
+ * one-node case of the same code.
+ *
+ * Every value of the kernel has the same number of elements, so they all
+ * share one 2-D view of their row-major bytes ([n / w x w] for a chain,
+ * [B*M x N] behind a matmul) and one tile walks all of them at once.
+ * Each value gets a VMEM slot of one tile for as long as the chain still
+ * reads it (linear scan), plus one temporary for conversions; values read
+ * or kept outside the kernel are stored as soon as they are computed.
+ * Compute is f32: bf16 data are converted by DMA and results of bf16
+ * nodes rounded to bf16 in VMEM, s32 data are converted in VMEM.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+struct fk {
+	struct cg *c;
+	const int *nodes;
+	int nn;
+	int mm;			/* the leading P_MATMUL, or -1 */
+	int key;		/* node_kernel() of the kernel */
+	int *ext;		/* operands from other kernels */
+	int next;
+	int *owner;		/* per node: the value whose slot it uses */
+	int *slot;		/* per owner: its slot */
+	int nslots, tmp;	/* tmp: the conversion slot, or -1 */
+	int64_t slot_elems;
+	/* the current tile */
+	int64_t rows, cols;
+};
+
+static const struct vtpu_tile none;
+
+static struct vtpu_tile slot_tile(const struct fk *k, int s, uint8_t dt)
+{
+	return vtile(s * k->slot_elems * 4, k->rows, k->cols, k->cols, dt);
+}
+
+static struct vtpu_tile val_tile(const struct fk *k, int v)
+{
+	return slot_tile(k, k->slot[k->owner[v]], VTPU_DT_F32);
+}
+
+/* Parameters and constants are memory, whatever kernel they are given. */
+static int in_kernel(const struct fk *k, int v)
+{
+	enum ir_op op = k->c->g->nodes[v].op;
+
+	return node_kernel(k->c->g, v) == k->key && op != OP_PARAM &&
+	       op != OP_CONST;
+}
+
+/* ---- slots --------------------------------------------------------------- */
+
+/* Operands sharing bytes (a value and its RESHAPE) are loaded once. */
+static void add_ext(struct fk *k, int x)
+{
+	const struct ir_graph *g = k->c->g;
+	int i;
+
+	for (i = 0; i < k->next; i++)
+		if (node_root(g, k->ext[i]) == node_root(g, x)) {
+			k->owner[x] = k->ext[i];
+			return;
+		}
+	k->ext[k->next++] = x;
+	k->owner[x] = x;
+}
+
+/*
+ * Whether @x comes from memory: made by another kernel, or a RESHAPE of
+ * such a value (loaded only if something computes with it: an alias
+ * alone must not read, e.g. from an output binding).
+ */
+static int is_ext(const struct fk *k, int x)
+{
+	const struct ir_node *n = &k->c->g->nodes[x];
+
+	if (!in_kernel(k, x))
+		return 1;
+	return n->op == OP_RESHAPE && is_ext(k, n->in[0]);
+}
+
+/* Last position (0: the loads, i + 1: node i) each owner is read at. */
+static void last_uses(struct fk *k, int *last, int *def)
+{
+	const struct ir_graph *g = k->c->g;
+	int i, j;
+
+	for (i = 0; i < k->next; i++)
+		last[k->ext[i]] = def[k->ext[i]] = 0;
+	for (i = 0; i < k->nn; i++) {
+		const struct ir_node *n = &g->nodes[k->nodes[i]];
+
+		if (n->op == OP_RESHAPE)
+			continue;
+		for (j = 0; j < n->nin && k->nodes[i] != k->mm; j++) {
+			int o = k->owner[n->in[j]];
+
+			if (last[o] < i + 1)
+				last[o] = i + 1;
+		}
+		if (n->op != OP_RESHAPE)
+			def[k->nodes[i]] = last[k->nodes[i]] = i + 1;
+	}
+}
+
+static int take_slot(int *used, int *nslots)
+{
+	int s;
+
+	for (s = 0; s < *nslots; s++)
+		if (!used[s])
+			break;
+	if (s == *nslots)
+		(*nslots)++;
+	used[s] = 1;
+	return s;
+}
+
+/* Linear scan over positions; frees a slot after its owner's last read. */
+static void assign_slots(struct fk *k, const int *last, const int *def)
+{
+	const struct ir_graph *g = k->c->g;
+	int *used = calloc(k->nn + k->next + 2, sizeof(int));
+	int *held = calloc(k->nn + k->next + 2, sizeof(int));
+	int i, t, s, v;
+
+	if (!used || !held) {
+		cg_fail(k->c, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (t = 0; t <= k->nn; t++) {
+		for (s = 0; s < k->nslots; s++)
+			if (used[s] && last[held[s]] < t)
+				used[s] = 0;
+		for (i = 0; i < k->next && !t; i++) {
+			s = take_slot(used, &k->nslots);
+			k->slot[k->ext[i]] = s;
+			held[s] = k->ext[i];
+		}
+		if (!t)
+			continue;
+		v = k->nodes[t - 1];
+		if (g->nodes[v].op == OP_RESHAPE || def[v] != t)
+			continue;
+		s = take_slot(used, &k->nslots);
+		k->slot[v] = s;
+		held[s] = v;
+	}
+out:
+	free(used);
+	free(held);
+}
+
+static int needs_tmp(const struct fk *k)
+{
+	const struct ir_graph *g = k->c->g;
+	int i;
+
+	for (i = 0; i < k->nn; i++) {
+		const struct ir_node *n = &g->nodes[k->nodes[i]];
+
+		if (n->op == OP_CONVERT || n->shape.type == VTPU_BF16 ||
+		    n->shape.type == VTPU_S32)
+			return 1;
+	}
+	return 0;
+}
+
+/* Operands, owners (RESHAPE shares its operand's slot) and slots. */
+static int plan_slots(struct fk *k)
+{
+	const struct ir_graph *g = k->c->g;
+	int *last = calloc(g->n + 1, sizeof(int)), *def = calloc(g->n + 1, sizeof(int));
+	int i, j;
+
+	if (!last || !def) {
+		free(last);
+		free(def);
+		return cg_fail(k->c, ENOMEM, "out of memory");
+	}
+	for (i = 0; i < k->nn; i++) {
+		const struct ir_node *n = &g->nodes[k->nodes[i]];
+
+		if (n->op == OP_RESHAPE) {
+			if (!is_ext(k, k->nodes[i]))
+				k->owner[k->nodes[i]] = k->owner[n->in[0]];
+			continue;
+		}
+		for (j = 0; j < n->nin && k->nodes[i] != k->mm; j++)
+			if (is_ext(k, n->in[j]))
+				add_ext(k, n->in[j]);
+		k->owner[k->nodes[i]] = k->nodes[i];
+	}
+	last_uses(k, last, def);
+	assign_slots(k, last, def);
+	k->tmp = needs_tmp(k) ? k->nslots++ : -1;
+	free(last);
+	free(def);
+	return k->c->ret;
+}
+
+/* ---- one tile ------------------------------------------------------------ */
+
+/* Rounds an f32 tile to bf16 precision through the temporary slot. */
+static void round_bf16(struct fk *k, struct vtpu_tile d)
+{
+	struct vtpu_tile t = slot_tile(k, k->tmp, VTPU_DT_BF16);
+
+	emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, t, d, none);
+	emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, d, t, none);
+}
+
+static void load(struct fk *k, int x, int64_t elem, int64_t rowlen)
+{
+	struct loc l = loc_of(k->c, x);
+	int es = dt_size(l.dt);
+	struct vtpu_tile t = val_tile(k, x), s = t;
+
+	if (l.dt == VTPU_DT_S32) {
+		s.dtype = VTPU_DT_S32;
+		emit_dma(&k->c->e, 0, s, l.binding, l.off + elem * es,
+			 rowlen * es, l.dt);
+		emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, t, s, none);
+		return;
+	}
+	emit_dma(&k->c->e, 0, t, l.binding, l.off + elem * es, rowlen * es,
+		 l.dt);
+}
+
+static void store(struct fk *k, int v, int64_t elem, int64_t rowlen)
+{
+	struct loc l = loc_of(k->c, v);
+	int es = dt_size(l.dt);
+	struct vtpu_tile t = val_tile(k, v);
+
+	if (l.dt == VTPU_DT_S32) {
+		struct vtpu_tile s = slot_tile(k, k->tmp, VTPU_DT_S32);
+
+		emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, s, t, none);
+		t = s;
+	}
+	emit_dma(&k->c->e, 1, t, l.binding, l.off + elem * es, rowlen * es,
+		 l.dt);
+}
+
+static uint8_t unary_fn(enum ir_op op)
+{
+	switch (op) {
+	case OP_NEG: return VTPU_UNARY_NEG;
+	case OP_ABS: return VTPU_UNARY_ABS;
+	case OP_EXP: return VTPU_UNARY_EXP;
+	case OP_LOG: return VTPU_UNARY_LOG;
+	case OP_SQRT: return VTPU_UNARY_SQRT;
+	case OP_RSQRT: return VTPU_UNARY_RSQRT;
+	case OP_TANH: return VTPU_UNARY_TANH;
+	case OP_LOGISTIC: return VTPU_UNARY_SIGMOID;
+	case OP_RELU: return VTPU_UNARY_RELU;
+	case OP_GELU: return VTPU_UNARY_GELU;
+	default: return VTPU_UNARY_COPY;
+	}
+}
+
+static uint8_t binary_fn(enum ir_op op)
+{
+	return op - OP_ADD;	/* ADD..POW follow the ISA's order */
+}
+
+/* CONVERT within the kernel: every value is already an f32 in VMEM. */
+static void gen_convert(struct fk *k, const struct ir_node *n,
+			struct vtpu_tile d, struct vtpu_tile a)
+{
+	enum vtpu_type from = k->c->g->nodes[n->in[0]].shape.type;
+	struct vtpu_tile s;
+
+	switch (n->shape.type) {
+	case VTPU_PRED:
+		emit_op(&k->c->e, VTPU_OP_CMP, VTPU_CMP_NE, VTPU_F_BCAST_IMM, 0,
+			d, a, none);
+		return;
+	case VTPU_S32:
+		if (from == VTPU_F32 || from == VTPU_BF16) {
+			/* truncation toward zero, as the ISA's CONVERT does */
+			s = d;
+			s.dtype = VTPU_DT_S32;
+			emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, s, a, none);
+			emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, d, s, none);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	emit_op(&k->c->e, VTPU_OP_UNARY, VTPU_UNARY_COPY, 0, 0, d, a, none);
+}
+
+static void compute(struct fk *k, int v)
+{
+	const struct ir_node *n = &k->c->g->nodes[v];
+	struct vtpu_tile d = val_tile(k, v), a, b, p;
+	struct emit *e = &k->c->e;
+
+	a = val_tile(k, n->in[0]);
+	switch (ir_ops[n->op].kind) {
+	case K_EW1:
+		if (n->op == OP_CONVERT)
+			gen_convert(k, n, d, a);
+		else
+			emit_op(e, VTPU_OP_UNARY, unary_fn(n->op), 0, 0, d, a, none);
+		break;
+	case K_EW2:
+		b = val_tile(k, n->in[1]);
+		if (n->op == OP_COMPARE)
+			emit_op(e, VTPU_OP_CMP, n->a.cmp.dir, 0, 0, d, a, b);
+		else
+			emit_op(e, VTPU_OP_BINARY, binary_fn(n->op), 0, 0, d, a, b);
+		break;
+	case K_EW3:	/* SELECT: the condition is the destination */
+		p = a;
+		a = val_tile(k, n->in[1]);
+		b = val_tile(k, n->in[2]);
+		emit_op(e, VTPU_OP_UNARY, VTPU_UNARY_COPY, 0, 0, d, p, none);
+		emit_op(e, VTPU_OP_SELECT, 0, 0, 0, d, a, b);
+		break;
+	}
+	if (n->shape.type == VTPU_BF16)
+		round_bf16(k, d);
+}
+
+static int stored(const struct fk *k, int v)
+{
+	const struct ir_node *n = &k->c->g->nodes[v];
+
+	return n->op != OP_RESHAPE && n->arena != A_NONE;
+}
+
+/* The chain on one tile at element @elem of the view, rows @rowlen apart. */
+static void body(struct fk *k, int64_t elem, int64_t rowlen)
+{
+	int i, v;
+
+	for (i = 0; i < k->next; i++)
+		load(k, k->ext[i], elem, rowlen);
+	if (k->mm >= 0 && stored(k, k->mm))
+		store(k, k->mm, elem, rowlen);
+	for (i = 0; i < k->nn; i++) {
+		v = k->nodes[i];
+		if (v == k->mm || k->c->g->nodes[v].op == OP_RESHAPE)
+			continue;
+		compute(k, v);
+		if (stored(k, v))
+			store(k, v, elem, rowlen);
+	}
+}
+
+/* ---- elementwise chains ------------------------------------------------- */
+
+static void gen_chain(struct fk *k, int64_t n)
+{
+	int64_t per = k->c->vmem / 4 / k->nslots, w, full, rest, tr, r;
+
+	if (per > CG_TILE_ELEMS)
+		per = CG_TILE_ELEMS;
+	if (per < 1) {
+		cg_fail(k->c, ENOSPC, "elementwise kernel: %d values do not fit VMEM",
+			k->nslots);
+		return;
+	}
+	w = n < 1024 ? n : 1024;
+	if (w > per)
+		w = per;
+	full = n / w;
+	rest = n % w;
+	tr = per / w;
+	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
+	k->slot_elems = per;
+	k->cols = w;
+	for (r = 0; r < full; r += tr) {
+		k->rows = full - r < tr ? full - r : tr;
+		body(k, r * w, w);
+	}
+	if (rest) {
+		k->rows = 1;
+		k->cols = rest;
+		body(k, full * w, rest);
+	}
+}
+
+/* ---- matmul with epilogue ------------------------------------------------ */
+
+struct mm_shape {
+	int64_t b, m, n, k;
+	int ta, tb;
+};
+
+struct mm_tiles {
+	int64_t tm, tn, tk;
+};
+
+/* Instructions weigh as much as ~1 KB of DMA in the executor. */
+static double mm_score(const struct mm_shape *s, int64_t tm, int64_t tn,
+		       int64_t tk, int epi)
+{
+	double nm = cdiv(s->m, tm), nn = cdiv(s->n, tn), nk = cdiv(s->k, tk);
+	double la = s->b * nm * (nk == 1 ? 1 : nn * nk), lb = s->b * nm * nn * nk;
+	double insns = la + lb + s->b * nm * nn * (nk + epi);
+	double bytes = la * tm * tk * 4 + lb * tk * tn * 4;
+
+	return insns * 1024 + bytes;
+}
+
+static int64_t next_cand(int64_t t, int64_t dim)
+{
+	int64_t lim = dim < CG_MM_DIM ? dim : CG_MM_DIM;
+
+	if (t == lim)
+		return 0;
+	return 2 * t < lim ? 2 * t : lim;
+}
+
+static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best)
+{
+	int64_t V = k->c->vmem / 4, tm, tn, tk;
+	double sc, bs = 0;
+	int found = 0;
+
+	for (tm = 1; tm; tm = next_cand(tm, s->m))
+		for (tn = 1; tn; tn = next_cand(tn, s->n))
+			for (tk = 1; tk; tk = next_cand(tk, s->k)) {
+				if (k->nslots * tm * tn + tm * tk + tk * tn > V)
+					continue;
+				sc = mm_score(s, tm, tn, tk, 2 * k->nn + k->next);
+				if (!found || sc < bs) {
+					bs = sc;
+					best->tm = tm;
+					best->tn = tn;
+					best->tk = tk;
+					found = 1;
+				}
+			}
+	return found ? 0 : cg_fail(k->c, ENOSPC, "matmul: VMEM too small for %d slots",
+				   k->nslots);
+}
+
+static void mm_load(struct fk *k, int v, struct vtpu_tile t, int64_t r0,
+		    int64_t c0, int64_t ld)
+{
+	struct loc l = loc_of(k->c, v);
+	int es = dt_size(l.dt);
+
+	emit_dma(&k->c->e, 0, t, l.binding, l.off + (r0 * ld + c0) * es,
+		 ld * es, l.dt);
+}
+
+/* One C tile: the K loop of loads and MATMULs (A kept when K fits). */
+static void mm_tile(struct fk *k, const struct mm_shape *s,
+		    const struct mm_tiles *t, int64_t b, int64_t m0, int64_t n0)
+{
+	const struct ir_node *n = &k->c->g->nodes[k->mm];
+	int64_t mt = k->rows, nt = k->cols, k0, kt;
+	uint32_t abase = k->nslots * k->slot_elems * 4;
+	uint32_t bbase = abase + t->tm * t->tk * 4;
+	struct vtpu_tile A, B, C = val_tile(k, k->mm);
+	uint16_t fl = (s->ta ? VTPU_F_TRANS_A : 0) | (s->tb ? VTPU_F_TRANS_B : 0);
+
+	for (k0 = 0; k0 < s->k; k0 += t->tk) {
+		kt = s->k - k0 < t->tk ? s->k - k0 : t->tk;
+		A = s->ta ? vtile(abase, kt, mt, mt, VTPU_DT_F32) :
+			    vtile(abase, mt, kt, kt, VTPU_DT_F32);
+		B = s->tb ? vtile(bbase, nt, kt, kt, VTPU_DT_F32) :
+			    vtile(bbase, kt, nt, nt, VTPU_DT_F32);
+		if (kt < s->k || n0 == 0)
+			mm_load(k, n->in[0], A, s->ta ? b * s->k + k0 : b * s->m + m0,
+				s->ta ? m0 : k0, s->ta ? s->m : s->k);
+		mm_load(k, n->in[1], B, s->tb ? b * s->n + n0 : b * s->k + k0,
+			s->tb ? k0 : n0, s->tb ? s->k : s->n);
+		emit_op(&k->c->e, VTPU_OP_MATMUL, 0, fl | (k0 ? VTPU_F_ACC : 0),
+			0, C, A, B);
+	}
+}
+
+static void gen_matmul(struct fk *k)
+{
+	const struct ir_graph *g = k->c->g;
+	const struct ir_node *n = &g->nodes[k->mm];
+	const struct vtpu_shape *xs = &g->nodes[n->in[0]].shape;
+	struct mm_shape s = {
+		.b = n->shape.dims[0], .m = n->shape.dims[1],
+		.n = n->shape.dims[2], .k = n->a.mm.trans_a ? xs->dims[1] : xs->dims[2],
+		.ta = n->a.mm.trans_a, .tb = n->a.mm.trans_b,
+	};
+	struct mm_tiles t = { 1, 1, 1 };
+	int64_t b, m0, n0;
+
+	if (mm_pick(k, &s, &t))
+		return;
+	k->slot_elems = t.tm * t.tn;
+	for (b = 0; b < s.b; b++)
+		for (m0 = 0; m0 < s.m; m0 += t.tm)
+			for (n0 = 0; n0 < s.n; n0 += t.tn) {
+				k->rows = s.m - m0 < t.tm ? s.m - m0 : t.tm;
+				k->cols = s.n - n0 < t.tn ? s.n - n0 : t.tn;
+				mm_tile(k, &s, &t, b, m0, n0);
+				body(k, (b * s.m + m0) * s.n + n0, s.n);
+			}
+}
+
+/* ---- the kernel ----------------------------------------------------------- */
+
+static int check_kernel(struct fk *k)
+{
+	const struct ir_graph *g = k->c->g;
+	int64_t n = shape_elems(&g->nodes[k->nodes[k->nn - 1]].shape);
+	int i;
+
+	for (i = 0; i < k->nn; i++) {
+		const struct ir_node *x = &g->nodes[k->nodes[i]];
+
+		if (x->op == OP_P_MATMUL && i == 0) {
+			if (in_kernel(k, x->in[0]) || in_kernel(k, x->in[1]))
+				return cg_fail(k->c, ENOTSUP, "codegen: matmul operands fused into its kernel (node %d)",
+					       k->nodes[i]);
+			continue;
+		}
+		if (ir_ops[x->op].kind == K_OTHER && x->op != OP_RESHAPE)
+			return cg_fail(k->c, ENOTSUP, "codegen: %s cannot be fused here (node %d)",
+				       ir_ops[x->op].name, k->nodes[i]);
+		if (shape_elems(&x->shape) != n)
+			return cg_fail(k->c, ENOTSUP, "codegen: fused values differ in size (node %d)",
+				       k->nodes[i]);
+	}
+	return 0;
+}
+
+void gen_fused(struct cg *c, const int *nodes, int nn)
+{
+	const struct ir_graph *g = c->g;
+	struct fk k = {
+		.c = c, .nodes = nodes, .nn = nn, .key = node_kernel(g, nodes[0]),
+		.mm = g->nodes[nodes[0]].op == OP_P_MATMUL ? nodes[0] : -1,
+	};
+
+	k.ext = calloc(3 * nn + 1, sizeof(int));
+	k.owner = calloc(g->n + 1, sizeof(int));
+	k.slot = calloc(g->n + 1, sizeof(int));
+	if (!k.ext || !k.owner || !k.slot)
+		cg_fail(c, ENOMEM, "out of memory");
+	else if (!check_kernel(&k) && !plan_slots(&k)) {
+		if (k.mm >= 0)
+			gen_matmul(&k);
+		else
+			gen_chain(&k, shape_elems(&g->nodes[nodes[nn - 1]].shape));
+	}
+	free(k.ext);
+	free(k.owner);
+	free(k.slot);
+}

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * plan.c - the memory planner. Decides where every materialised value
+ * lives: parameters in their binding, constants in the constants
+ * section, graph outputs in their output binding, RESHAPE at its
+ * operand's bytes, everything else in one HBM scratch arena.
+ *
+ * Scratch offsets come from liveness (tinygrad style): a value lives
+ * from the kernel that defines it to the last kernel that reads it
+ * (inclusive: a kernel reads its inputs while it writes its outputs, so
+ * they never share bytes). Buffers are placed largest first, each at the
+ * best-fitting gap among the buffers it is live with.
+ *
+ * Element sizes on the device (dev_type_size): pred values are kept as
+ * f32 1.0/0.0 because the ISA has no byte type; pred parameters and
+ * outputs are therefore refused by codegen.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "plan.h"
+
+#define PLAN_ALIGN 64
+
+int dev_type_size(enum vtpu_type t)
+{
+	switch (t) {
+	case VTPU_F32:
+	case VTPU_S32:
+	case VTPU_PRED:
+		return 4;
+	case VTPU_BF16:
+		return 2;
+	default:
+		return 0;	/* s64: no device type */
+	}
+}
+
+uint64_t dev_bytes(const struct vtpu_shape *s)
+{
+	return (uint64_t)shape_elems(s) * dev_type_size(s->type);
+}
+
+static uint64_t align_up(uint64_t x)
+{
+	return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
+}
+
+/* A unique key per kernel: the fused id, or one kernel per node. */
+int node_kernel(const struct ir_graph *g, int v)
+{
+	return g->nodes[v].kernel >= 0 ? g->nodes[v].kernel : -1 - v;
+}
+
+/* The node whose bytes @v shares: RESHAPE chains end at their operand. */
+int node_root(const struct ir_graph *g, int v)
+{
+	while (g->nodes[v].op == OP_RESHAPE)
+		v = g->nodes[v].in[0];
+	return v;
+}
+
+/*
+ * Kernels in emission order: repeatedly the not yet emitted kernel whose
+ * first node comes earliest among those whose inputs are all computed.
+ * Fills order[] with kernel keys, knum[v] with v's position in it.
+ */
+static int kernel_ready(const struct ir_graph *g, int key, const int *knum)
+{
+	int i, k;
+
+	for (i = 0; i < g->n; i++) {
+		if (node_kernel(g, i) != key)
+			continue;
+		for (k = 0; k < g->nodes[i].nin; k++) {
+			int p = g->nodes[i].in[k];
+
+			if (node_kernel(g, p) != key && knum[p] < 0)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+int kernel_order(const struct ir_graph *g, int *knum)
+{
+	int i, j, nk = 0, done = 0;
+
+	for (i = 0; i < g->n; i++)
+		knum[i] = -1;
+	while (done < g->n) {
+		int found = 0, key = 0;
+
+		for (i = 0; i < g->n && !found; i++)
+			if (knum[i] < 0 && kernel_ready(g, node_kernel(g, i), knum)) {
+				key = node_kernel(g, i);
+				found = 1;
+			}
+		if (!found)
+			return -EINVAL;	/* kernels depend on each other */
+		for (j = 0; j < g->n; j++)
+			if (node_kernel(g, j) == key) {
+				knum[j] = nk;
+				done++;
+			}
+		nk++;
+	}
+	return nk;
+}
+
+/* Whether @v's value must be in memory: read by another kernel, or out. */
+static int needs_memory(const struct ir_graph *g, int v)
+{
+	int i, k;
+
+	for (k = 0; k < g->nout; k++)
+		if (g->outputs[k] == v)
+			return 1;
+	for (i = v + 1; i < g->n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++)
+			if (g->nodes[i].in[k] == v &&
+			    node_kernel(g, i) != node_kernel(g, v))
+				return 1;
+	return 0;
+}
+
+/* Whether anything but the output list reads @r or one of its aliases. */
+static int read_by_nodes(const struct ir_graph *g, int r)
+{
+	int i, k;
+
+	for (i = 0; i < g->n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++)
+			if (node_root(g, g->nodes[i].in[k]) == r &&
+			    g->nodes[i].op != OP_RESHAPE)
+				return 1;
+	return 0;
+}
+
+static int output_count(const struct ir_graph *g, int r)
+{
+	int k, n = 0;
+
+	for (k = 0; k < g->nout; k++)
+		n += node_root(g, g->outputs[k]) == r;
+	return n;
+}
+
+/*
+ * Output k goes straight into its binding when its root is computed by a
+ * kernel and nothing else reads it: no node, no other output (output
+ * bindings are never read back). Otherwise the value lives in scratch
+ * and codegen copies it there at the end (out_copy[k] = 1).
+ */
+static void place_outputs(struct ir_graph *g, uint8_t *out_copy)
+{
+	int k, r;
+
+	for (k = 0; k < g->nout; k++) {
+		r = node_root(g, g->outputs[k]);
+		out_copy[k] = 1;
+		if (g->nodes[r].op == OP_PARAM || g->nodes[r].op == OP_CONST ||
+		    output_count(g, r) > 1 || read_by_nodes(g, r))
+			continue;
+		g->nodes[r].arena = A_OUTPUT;
+		g->nodes[r].offset = g->nparams + k;	/* binding, fixed below */
+		out_copy[k] = 0;
+	}
+}
+
+struct buf {
+	int v;
+	uint64_t size;
+	int def, last;
+};
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const struct buf *x = a, *y = b;
+
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	return x->v - y->v;
+}
+
+/* Lowest offset of the smallest gap that holds @b among placed buffers. */
+static uint64_t best_fit(const struct buf *bufs, int nplaced,
+			 const uint64_t *off, const struct buf *b)
+{
+	uint64_t best = UINT64_MAX, best_gap = UINT64_MAX, pos = 0;
+	int i, j, n = 0;
+	int *live = malloc((nplaced + 1) * sizeof(int));
+
+	if (!live)
+		return UINT64_MAX;
+	for (i = 0; i < nplaced; i++)
+		if (bufs[i].def <= b->last && b->def <= bufs[i].last)
+			live[n++] = i;
+	/* insertion sort by offset: n is small */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && off[live[j]] < off[live[j - 1]]; j--) {
+			int t = live[j];
+
+			live[j] = live[j - 1];
+			live[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		uint64_t s = off[live[i]], e = s + bufs[live[i]].size;
+
+		if (s > pos && s - pos >= b->size && s - pos < best_gap) {
+			best_gap = s - pos;
+			best = pos;
+		}
+		if (e > pos)
+			pos = e;
+	}
+	free(live);
+	return best != UINT64_MAX ? best : pos;
+}
+
+static uint64_t lower_bound(const struct buf *bufs, int n, int nk)
+{
+	uint64_t lb = 0, sum;
+	int t, i;
+
+	for (t = 0; t < nk; t++) {
+		sum = 0;
+		for (i = 0; i < n; i++)
+			if (bufs[i].def <= t && t <= bufs[i].last)
+				sum += bufs[i].size;
+		if (sum > lb)
+			lb = sum;
+	}
+	return lb;
+}
+
+/* Liveness of each scratch root, in kernel positions. */
+static int collect_scratch(struct ir_graph *g, const int *knum, int nk,
+			   const uint8_t *out_copy, struct buf *bufs)
+{
+	int i, k, n = 0;
+
+	for (i = 0; i < g->n; i++) {
+		if (g->nodes[i].arena != A_SCRATCH)
+			continue;
+		bufs[n].v = i;
+		bufs[n].size = align_up(dev_bytes(&g->nodes[i].shape));
+		bufs[n].def = bufs[n].last = knum[i];
+		n++;
+	}
+	for (k = 0; k < n; k++) {
+		for (i = 0; i < g->n; i++) {
+			int j;
+
+			for (j = 0; j < g->nodes[i].nin; j++)
+				if (node_root(g, g->nodes[i].in[j]) == bufs[k].v &&
+				    knum[i] > bufs[k].last)
+					bufs[k].last = knum[i];
+		}
+		/* output copies run after every kernel */
+		for (i = 0; i < g->nout; i++)
+			if (out_copy[i] && node_root(g, g->outputs[i]) == bufs[k].v)
+				bufs[k].last = nk;
+	}
+	return n;
+}
+
+static int place_scratch(struct ir_graph *g, const int *knum, int nk,
+			 const uint8_t *out_copy, struct plan_stats *st)
+{
+	struct buf *bufs = calloc(g->n + 1, sizeof(*bufs));
+	uint64_t *off = calloc(g->n + 1, sizeof(*off));
+	uint64_t peak = 0;
+	int n, i;
+
+	if (!bufs || !off) {
+		free(bufs);
+		free(off);
+		return -ENOMEM;
+	}
+	n = collect_scratch(g, knum, nk, out_copy, bufs);
+	qsort(bufs, n, sizeof(*bufs), by_size_desc);
+	for (i = 0; i < n; i++) {
+		off[i] = best_fit(bufs, i, off, &bufs[i]);
+		if (off[i] == UINT64_MAX)
+			break;
+		g->nodes[bufs[i].v].offset = (int64_t)off[i];
+		if (off[i] + bufs[i].size > peak)
+			peak = off[i] + bufs[i].size;
+	}
+	st->scratch_peak = peak;
+	st->scratch_lower_bound = lower_bound(bufs, n, nk + 1);
+	free(bufs);
+	free(off);
+	return i == n ? 0 : -ENOMEM;
+}
+
+/* Parameters, constants, outputs and which values need scratch. */
+static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
+{
+	uint64_t coff = 0;
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		struct ir_node *n = &g->nodes[i];
+
+		n->arena = A_NONE;
+		n->offset = 0;
+		if (!dev_type_size(n->shape.type))
+			return ir_error(g, ENOTSUP, "node %d: type %s has no device representation",
+					i, type_name(n->shape.type));
+	}
+	place_outputs(g, out_copy);
+	for (i = 0; i < g->n; i++) {
+		struct ir_node *n = &g->nodes[i];
+
+		if (n->op == OP_PARAM) {
+			n->arena = A_PARAM;
+			n->offset = 0;
+		} else if (n->op == OP_CONST) {
+			n->arena = A_CONST;
+			n->offset = (int64_t)coff;
+			coff = align_up(coff + dev_bytes(&n->shape));
+		} else if (n->op == OP_RESHAPE || n->arena == A_OUTPUT) {
+			continue;
+		} else if (needs_memory(g, i)) {
+			n->arena = A_SCRATCH;
+		}
+	}
+	return 0;
+}
+
+/* A RESHAPE's operand must be in memory when the RESHAPE's value is. */
+static void materialise_reshape_roots(struct ir_graph *g)
+{
+	int i, r;
+
+	for (i = 0; i < g->n; i++) {
+		if (g->nodes[i].op != OP_RESHAPE)
+			continue;
+		r = node_root(g, i);
+		if (g->nodes[r].arena == A_NONE && needs_memory(g, i))
+			g->nodes[r].arena = A_SCRATCH;
+	}
+}
+
+static void alias_reshapes(struct ir_graph *g)
+{
+	int i, r;
+
+	for (i = 0; i < g->n; i++) {
+		if (g->nodes[i].op != OP_RESHAPE)
+			continue;
+		r = node_root(g, i);
+		g->nodes[i].arena = g->nodes[r].arena;
+		g->nodes[i].offset = g->nodes[r].offset;
+	}
+}
+
+/*
+ * Output bindings: node.offset of an A_OUTPUT root is its byte offset
+ * (0); the output index is found again from g->outputs by codegen.
+ */
+static void fix_output_offsets(struct ir_graph *g)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].arena == A_OUTPUT)
+			g->nodes[i].offset = 0;
+}
+
+int pass_plan(struct ir_graph *g, struct plan_stats *st)
+{
+	uint8_t *out_copy = calloc(g->nout + 1, 1);
+	int *knum = calloc(g->n + 1, sizeof(int));
+	int nk, ret;
+
+	memset(st, 0, sizeof(*st));
+	if (!out_copy || !knum) {
+		ret = ir_error(g, ENOMEM, "out of memory");
+		goto out;
+	}
+	nk = kernel_order(g, knum);
+	if (nk < 0) {
+		ret = ir_error(g, EINVAL, "plan: kernels have no order");
+		goto out;
+	}
+	ret = assign_arenas(g, out_copy);
+	if (ret)
+		goto out;
+	materialise_reshape_roots(g);
+	fix_output_offsets(g);
+	ret = place_scratch(g, knum, nk, out_copy, st);
+	if (ret) {
+		ret = ir_error(g, ENOMEM, "plan: scratch placement failed");
+		goto out;
+	}
+	alias_reshapes(g);
+out:
+	free(knum);
+	free(out_copy);
+	return ret;
+}

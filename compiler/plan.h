@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * plan.h - what plan.c, codegen.c and emit.c share: device element
+ * sizes, kernel grouping and order, and the program emitter.
+ */
+#ifndef VTPU_PLAN_H
+#define VTPU_PLAN_H
+
+#include <drm/vtpu_isa.h>
+
+#include "ir.h"
+
+/* ---- plan.c ------------------------------------------------------------ */
+
+/* Bytes per element on the device (pred: an f32 1.0/0.0); 0: none. */
+int dev_type_size(enum vtpu_type t);
+uint64_t dev_bytes(const struct vtpu_shape *s);
+/* A key naming @v's kernel (each node with kernel -1 is its own). */
+int node_kernel(const struct ir_graph *g, int v);
+/* The node whose bytes @v uses (through RESHAPE aliases). */
+int node_root(const struct ir_graph *g, int v);
+/* knum[v] = emission position of v's kernel; returns the kernel count. */
+int kernel_order(const struct ir_graph *g, int *knum);
+
+/* ---- emit.c: the program writer ---------------------------------------- */
+
+struct emit {
+	struct vtpu_insn *code;
+	uint32_t n, cap;
+	uint8_t *consts;
+	uint32_t const_size;
+	char *meta;
+	uint32_t meta_size, meta_cap, nstrings;
+	uint32_t vmem_used;	/* high-water mark of VMEM */
+	int failed;		/* allocation failure, sticky */
+	int too_wide;		/* a DMA stride beyond 32 bits, sticky */
+};
+
+void emit_init(struct emit *e);
+void emit_fini(struct emit *e);
+void emit_insn(struct emit *e, const struct vtpu_insn *in);
+uint32_t emit_meta(struct emit *e, const char *name);
+struct vtpu_tile vtile(uint32_t addr, uint32_t rows, uint32_t cols,
+		       uint32_t stride, uint8_t dtype);
+void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
+	      uint64_t offset, uint64_t stride, uint8_t dtype);
+void emit_op(struct emit *e, uint8_t op, uint8_t sub, uint16_t flags,
+	     uint32_t imm, struct vtpu_tile d, struct vtpu_tile a,
+	     struct vtpu_tile b);
+/* The finished program (header, code, constants, meta), checksummed. */
+void *emit_finish(struct emit *e, uint32_t vmem_size, uint32_t nbindings,
+		  size_t *size);
+
+/* ---- codegen.c, copy.c: kernels ----------------------------------------- */
+
+/*
+ * Per-instruction work bounds. The kernel runs each instruction inside
+ * one non-preemptible FPU section, so tiles stay modest however large
+ * VMEM is: 64 Ki elements for VPU and DMA tiles, 256 per MXU dimension
+ * (2 * 256^3 flops). Rows and columns also stay inside __u16.
+ */
+#define CG_TILE_ELEMS	(1 << 16)
+#define CG_TILE_DIM	16384
+#define CG_MM_DIM	256
+
+/* Where a value's bytes are: a binding (or the constants), an offset. */
+struct loc {
+	uint32_t binding;
+	uint64_t off;
+	uint8_t dt;		/* enum vtpu_dtype in memory */
+};
+
+struct cg {
+	struct ir_graph *g;
+	struct emit e;
+	uint32_t vmem;		/* bytes of VMEM kernels may use */
+	int nparams, noutputs, scratch_binding;
+	char *err;
+	size_t errlen;
+	int ret;		/* first error, sticky */
+};
+
+int cg_fail(struct cg *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));	/* sets c->ret, returns it */
+uint8_t hbm_dtype(enum vtpu_type t);
+int dt_size(uint8_t dt);
+struct loc loc_of(struct cg *c, int v);
+struct loc loc_add(struct loc l, uint64_t bytes);
+int64_t cdiv(int64_t a, int64_t b);
+
+/* fused.c: elementwise chains, P_MATMUL with its elementwise epilogue */
+void gen_fused(struct cg *c, const int *nodes, int nn);
+
+/* copy.c */
+/*
+ * dst[i][j] = src[i * s0 + j * s1] for i < rows, j < cols (element
+ * strides; dst rows @d0 elements apart, contiguous within).
+ */
+void copy_block(struct cg *c, struct loc src, int64_t s0, int64_t s1,
+		struct loc dst, int64_t d0, int64_t rows, int64_t cols);
+void copy_flat(struct cg *c, struct loc src, struct loc dst, int64_t n);
+void gen_p_copy(struct cg *c, int v);
+void gen_concat(struct cg *c, int v);
+void gen_pad(struct cg *c, int v);
+
+#endif /* VTPU_PLAN_H */

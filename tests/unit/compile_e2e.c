@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Description: the whole compiler, end to end. Graphs of every op, fused
+ * patterns, multi-layer models and HLO modules are compiled, run on the
+ * userspace executor and compared with the reference evaluator (double
+ * precision, independent of the lowering and the codegen).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "vtpu_compiler.h"
+#include "vtpu_exec.h"
+
+#include "kselftest_harness.h"
+
+static const struct vtpu_device_params dev_big = {
+	.vmem_size = 1 << 20, .num_cores = 2, .hbm_size = 64 << 20,
+};
+/* Small enough that most tensors below must be tiled. */
+static const struct vtpu_device_params dev_small = {
+	.vmem_size = 16 << 10, .num_cores = 2, .hbm_size = 64 << 20,
+};
+
+static unsigned int rng = 12345;
+
+static float frand(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void *random_tensor(const struct vtpu_shape *s)
+{
+	int64_t i, n = shape_elems(s);
+	void *p = calloc(n ? n : 1, type_size(s->type));
+
+	for (i = 0; p && i < n; i++) {
+		float v = frand();
+
+		if (s->type == VTPU_F32)
+			((float *)p)[i] = v;
+		else if (s->type == VTPU_S32)
+			((int32_t *)p)[i] = (int32_t)(v * 100);
+		else if (s->type == VTPU_PRED)
+			((uint8_t *)p)[i] = v > 0;
+		else if (s->type == VTPU_BF16) {
+			uint32_t u;
+
+			memcpy(&u, &v, 4);
+			((uint16_t *)p)[i] = u >> 16;
+		}
+	}
+	return p;
+}
+
+/* Runs @prog on the userspace executor with @params; fills @outs. */
+static int run_program(const struct vtpu_program *prog,
+		       const struct vtpu_device_params *dev,
+		       void *const *params, void **outs)
+{
+	struct vtpu_binding_desc desc[VTPU_MAX_BINDINGS];
+	struct vtpu_exec_binding eb[VTPU_MAX_BINDINGS];
+	struct vtpu_prog_error perr;
+	struct vtpu_prog_info info;
+	void *scratch = NULL, *vmem;
+	struct vtpu_exec e;
+	int i, ret;
+
+	if (prog->nbindings > VTPU_MAX_BINDINGS)
+		return -E2BIG;
+	for (i = 0; i < prog->nbindings; i++) {
+		const struct vtpu_binding_info *b = &prog->bindings[i];
+
+		desc[i].size = b->size;
+		eb[i].size = b->size;
+		switch (b->role) {
+		case VTPU_BIND_PARAM:
+			desc[i].access = VTPU_ACCESS_READ;
+			eb[i].data = params[b->index];
+			break;
+		case VTPU_BIND_OUTPUT:
+			desc[i].access = VTPU_ACCESS_WRITE;
+			eb[i].data = outs[b->index] = calloc(1, b->size);
+			break;
+		default:
+			desc[i].access = VTPU_ACCESS_READ | VTPU_ACCESS_WRITE;
+			eb[i].data = scratch = calloc(1, b->size);
+			break;
+		}
+	}
+	ret = vtpu_prog_validate(prog->binary, prog->size, desc,
+				 prog->nbindings, dev->vmem_size, &info, &perr);
+	if (ret) {
+		fprintf(stderr, "# program rejected at %d: %s\n", perr.insn,
+			perr.why);
+		free(scratch);
+		return ret;
+	}
+	vmem = calloc(1, dev->vmem_size);
+	vtpu_exec_init(&e, &info, eb, vmem);
+	while (!vtpu_exec_step(&e, 4096))
+		;
+	free(vmem);
+	free(scratch);
+	return 0;
+}
+
+/* Largest |got - want| / (atol + rtol |want|) over an output. */
+static double worst(const struct vtpu_shape *s, const void *got,
+		    const void *want, double atol, double rtol)
+{
+	int64_t i, n = shape_elems(s);
+	double w = 0;
+
+	for (i = 0; i < n; i++) {
+		double a, b, d;
+
+		switch (s->type) {
+		case VTPU_F32:
+			a = ((const float *)got)[i];
+			b = ((const float *)want)[i];
+			break;
+		case VTPU_S32:
+			a = ((const int32_t *)got)[i];
+			b = ((const int32_t *)want)[i];
+			break;
+		case VTPU_PRED:
+			a = ((const uint8_t *)got)[i];
+			b = ((const uint8_t *)want)[i];
+			break;
+		default: {
+			uint32_t ua = (uint32_t)((const uint16_t *)got)[i] << 16;
+			uint32_t ub = (uint32_t)((const uint16_t *)want)[i] << 16;
+			float fa, fb;
+
+			memcpy(&fa, &ua, 4);
+			memcpy(&fb, &ub, 4);
+			a = fa;
+			b = fb;
+		}
+		}
+		if (a == b || (isnan(a) && isnan(b)))
+			continue;
+		d = fabs(a - b) / (atol + rtol * fabs(b));
+		if (!(d <= w))
+			w = isnan(d) ? INFINITY : d;
+	}
+	return w;
+}
+
+/*
+ * Compiles @g for @dev, runs it on random inputs, compares every output
+ * with ir_eval() within atol + rtol * |ref|. Returns the worst ratio
+ * (<= 1 passes) or a negative errno.
+ */
+static double check_graph(struct vtpu_graph *g,
+			  const struct vtpu_device_params *dev,
+			  double atol, double rtol, int no_fusion,
+			  struct vtpu_program **keep)
+{
+	struct vtpu_compile_options opts = { .no_fusion = no_fusion };
+	void *params[16] = { 0 }, *outs[16] = { 0 }, *refs[16] = { 0 };
+	struct vtpu_program *prog = NULL;
+	char err[256];
+	double w = 0;
+	int i, ret;
+
+	if (vtpu_graph_error(g)) {
+		fprintf(stderr, "# graph: %s\n", vtpu_graph_error(g));
+		return -EINVAL;
+	}
+	ret = vtpu_compile(g, dev, &opts, &prog, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "# compile: %s\n", err);
+		return ret;
+	}
+	for (i = 0; i < g->ir.n; i++)
+		if (g->ir.nodes[i].op == OP_PARAM)
+			params[g->ir.nodes[i].a.param.index] =
+				random_tensor(&g->ir.nodes[i].shape);
+	ret = ir_eval(&g->ir, (const void *const *)params, refs);
+	if (!ret)
+		ret = run_program(prog, dev, params, outs);
+	for (i = 0; !ret && i < g->ir.nout; i++) {
+		double wi = worst(&g->ir.nodes[g->ir.outputs[i]].shape, outs[i],
+				  refs[i], atol, rtol);
+
+		if (wi > w)
+			w = wi;
+	}
+	for (i = 0; i < 16; i++) {
+		free(params[i]);
+		free(outs[i]);
+		free(refs[i]);
+	}
+	if (keep && !ret)
+		*keep = prog;
+	else
+		vtpu_program_free(prog);
+	return ret ? ret : w;
+}
+
+static struct vtpu_shape f32(int rank, const int64_t *dims)
+{
+	struct vtpu_shape s = { .type = VTPU_F32, .rank = rank };
+
+	memcpy(s.dims, dims, rank * sizeof(int64_t));
+	return s;
+}
+
+/* Fused and unfused; a negative result is an error, not a pass. */
+#define CHECK(g, dev, atol, rtol) do {					\
+		double __w = check_graph((g), (dev), (atol), (rtol), 0, NULL); \
+		EXPECT_TRUE(__w >= 0 && __w <= 1.0)			\
+			TH_LOG("worst error ratio %g", __w);		\
+		__w = check_graph((g), (dev), (atol), (rtol), 1, NULL);	\
+		EXPECT_TRUE(__w >= 0 && __w <= 1.0)			\
+			TH_LOG("unfused: worst ratio %g", __w);		\
+	} while (0)
+
+TEST(every_elementwise_op)
+{
+	static const int64_t d[] = { 7, 33 };
+	struct vtpu_shape s = f32(2, d);
+	int u, b;
+
+	for (u = VTPU_NEG; u <= VTPU_GELU; u++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &s, "x"), y;
+
+		/* log/sqrt/rsqrt want positive inputs: abs first. */
+		if (u == VTPU_LOG || u == VTPU_SQRT || u == VTPU_RSQRT)
+			x = vtpu_g_unary(g, VTPU_ABS, x);
+		y = vtpu_g_unary(g, u, x);
+		vtpu_g_outputs(g, 1, &y);
+		CHECK(g, &dev_big, 1e-6, 1e-5);
+		vtpu_graph_free(g);
+	}
+	for (b = VTPU_ADD; b <= VTPU_POW; b++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &s, "x");
+		int y = vtpu_g_parameter(g, 1, &s, "y"), z;
+
+		if (b == VTPU_POW)
+			x = vtpu_g_unary(g, VTPU_ABS, x);
+		z = vtpu_g_binary(g, b, x, y);
+		vtpu_g_outputs(g, 1, &z);
+		CHECK(g, &dev_big, 1e-5, 1e-5);
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(compare_and_select)
+{
+	static const int64_t d[] = { 5, 17 };
+	struct vtpu_shape s = f32(2, d);
+	int dir;
+
+	for (dir = VTPU_EQ; dir <= VTPU_GE; dir++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &s, "x");
+		int y = vtpu_g_parameter(g, 1, &s, "y");
+		int p = vtpu_g_compare(g, dir, x, y);
+		int z = vtpu_g_select(g, p, x, y);
+
+		vtpu_g_outputs(g, 1, &z);
+		CHECK(g, &dev_big, 0, 0 + 1e-30);
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(matmul_tiles_when_vmem_is_small)
+{
+	static const int64_t m[][3] = { { 1, 1, 1 }, { 8, 16, 4 },
+					{ 33, 70, 45 }, { 128, 96, 160 } };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int64_t a[] = { m[i][0], m[i][1] }, b[] = { m[i][1], m[i][2] };
+		struct vtpu_shape sa = f32(2, a), sb = f32(2, b);
+		int x = vtpu_g_parameter(g, 0, &sa, "a");
+		int y = vtpu_g_parameter(g, 1, &sb, "b");
+		int z = vtpu_g_matmul(g, x, y);
+
+		vtpu_g_outputs(g, 1, &z);
+		CHECK(g, &dev_big, 1e-5, 1e-4);
+		CHECK(g, &dev_small, 1e-5, 1e-4);
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(dot_general_batch_and_contracting_dims)
+{
+	static const int64_t a[] = { 3, 5, 4 }, b[] = { 4, 3, 6 };
+	struct vtpu_shape sa = f32(3, a), sb = f32(3, b);
+	struct vtpu_dot_dims dd = {
+		.nbatch = 1, .ncontract = 1,
+		.lhs_batch = { 0 }, .rhs_batch = { 1 },
+		.lhs_contract = { 2 }, .rhs_contract = { 0 },
+	};
+	struct vtpu_graph *g = vtpu_graph_new();
+	int x = vtpu_g_parameter(g, 0, &sa, "a");
+	int y = vtpu_g_parameter(g, 1, &sb, "b");
+	int z = vtpu_g_dot(g, x, y, &dd);
+
+	vtpu_g_outputs(g, 1, &z);
+	CHECK(g, &dev_big, 1e-5, 1e-4);
+	vtpu_graph_free(g);
+}
+
+TEST(data_movement_ops)
+{
+	static const int64_t d[] = { 4, 6, 5 };
+	struct vtpu_shape s = f32(3, d);
+	struct vtpu_graph *g = vtpu_graph_new();
+	int x = vtpu_g_parameter(g, 0, &s, "x");
+	int perm[] = { 2, 0, 1 };
+	int64_t rs[] = { 24, 5 }, bd[] = { 2, 4, 6, 5 };
+	int bdims[] = { 1, 2, 3 };
+	int64_t st[] = { 1, 0, 1 }, li[] = { 4, 6, 5 }, sp[] = { 2, 3, 2 };
+	int64_t lo[] = { 1, 0, 2 }, hi[] = { 0, 2, 1 };
+	int outs[6], parts[2];
+
+	outs[0] = vtpu_g_transpose(g, x, perm);
+	outs[1] = vtpu_g_reshape(g, x, 2, rs);
+	outs[2] = vtpu_g_broadcast(g, x, 4, bd, bdims);
+	outs[3] = vtpu_g_slice(g, x, st, li, sp);
+	outs[4] = vtpu_g_pad(g, x, lo, hi, 0.5);
+	parts[0] = x;
+	parts[1] = vtpu_g_unary(g, VTPU_NEG, x);
+	outs[5] = vtpu_g_concat(g, 2, parts, 1);
+	vtpu_g_outputs(g, 6, outs);
+	CHECK(g, &dev_big, 0, 1e-30);
+	CHECK(g, &dev_small, 0, 1e-30);
+	vtpu_graph_free(g);
+}
+
+TEST(reductions_over_any_axes)
+{
+	static const int64_t d[] = { 3, 4, 5 };
+	static const int axes[][3] = { { 0 }, { 1 }, { 2 }, { 0, 2 }, { 0, 1, 2 } };
+	static const int naxes[] = { 1, 1, 1, 2, 3 };
+	struct vtpu_shape s = f32(3, d);
+	unsigned int i;
+	int op;
+
+	for (i = 0; i < 5; i++)
+		for (op = VTPU_REDUCE_SUM_OP; op <= VTPU_REDUCE_MEAN_OP; op++) {
+			struct vtpu_graph *g = vtpu_graph_new();
+			int x = vtpu_g_parameter(g, 0, &s, "x");
+			int y = vtpu_g_reduce(g, op, x, naxes[i], axes[i]);
+
+			vtpu_g_outputs(g, 1, &y);
+			CHECK(g, &dev_big, 1e-5, 1e-5);
+			vtpu_graph_free(g);
+		}
+}
+
+TEST(softmax_and_log_softmax)
+{
+	static const int64_t d[] = { 6, 40 };
+	struct vtpu_shape s = f32(2, d);
+	int axis;
+
+	for (axis = 0; axis < 2; axis++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &s, "x");
+		int o[2] = { vtpu_g_softmax(g, x, axis),
+			     vtpu_g_log_softmax(g, x, axis) };
+
+		vtpu_g_outputs(g, 2, o);
+		CHECK(g, &dev_big, 1e-6, 1e-5);
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(conv2d_strides_padding_dilation_groups)
+{
+	static const struct vtpu_conv_params ps[] = {
+		{ { 1, 1 }, { 0, 0 }, { 0, 0 }, { 1, 1 }, 1 },
+		{ { 2, 1 }, { 1, 1 }, { 1, 0 }, { 1, 1 }, 1 },
+		{ { 1, 1 }, { 2, 2 }, { 2, 2 }, { 2, 2 }, 2 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		int64_t xi[] = { 2, 4, 9, 8 }, ki[] = { 6, 4 / ps[i].groups, 3, 3 };
+		struct vtpu_shape sx = f32(4, xi), sk = f32(4, ki);
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &sx, "x");
+		int k = vtpu_g_parameter(g, 1, &sk, "k");
+		int y = vtpu_g_conv2d(g, x, k, &ps[i]);
+
+		vtpu_g_outputs(g, 1, &y);
+		CHECK(g, &dev_big, 1e-5, 1e-4);
+		vtpu_graph_free(g);
+	}
+}
+
+/* x -> relu(x W1 + b1) W2 + b2 -> softmax, with constant weights. */
+static struct vtpu_graph *mlp(int batch, int in, int hidden, int out)
+{
+	struct vtpu_graph *g = vtpu_graph_new();
+	int64_t dx[] = { batch, in }, d1[] = { in, hidden }, d2[] = { hidden, out };
+	int64_t db1[] = { hidden }, db2[] = { out };
+	int64_t h[] = { batch, hidden }, o[] = { batch, out };
+	struct vtpu_shape sx = f32(2, dx), s1 = f32(2, d1), s2 = f32(2, d2);
+	struct vtpu_shape sb1 = f32(1, db1), sb2 = f32(1, db2);
+	int bd[] = { 1 }, x, w1, b1, w2, b2, y;
+	void *c;
+
+	x = vtpu_g_parameter(g, 0, &sx, "x");
+	c = random_tensor(&s1);
+	w1 = vtpu_g_constant(g, &s1, c);
+	free(c);
+	c = random_tensor(&sb1);
+	b1 = vtpu_g_constant(g, &sb1, c);
+	free(c);
+	c = random_tensor(&s2);
+	w2 = vtpu_g_constant(g, &s2, c);
+	free(c);
+	c = random_tensor(&sb2);
+	b2 = vtpu_g_constant(g, &sb2, c);
+	free(c);
+	y = vtpu_g_matmul(g, x, w1);
+	y = vtpu_g_binary(g, VTPU_ADD, y, vtpu_g_broadcast(g, b1, 2, h, bd));
+	y = vtpu_g_unary(g, VTPU_RELU, y);
+	y = vtpu_g_matmul(g, y, w2);
+	y = vtpu_g_binary(g, VTPU_ADD, y, vtpu_g_broadcast(g, b2, 2, o, bd));
+	y = vtpu_g_softmax(g, y, 1);
+	vtpu_g_outputs(g, 1, &y);
+	return g;
+}
+
+TEST(mlp_matches_reference)
+{
+	struct vtpu_graph *g = mlp(16, 64, 128, 10);
+
+	CHECK(g, &dev_big, 1e-5, 1e-4);
+	CHECK(g, &dev_small, 1e-5, 1e-4);
+	vtpu_graph_free(g);
+}
+
+TEST(small_conv_net_matches_reference)
+{
+	int64_t xi[] = { 2, 3, 12, 12 }, k1[] = { 8, 3, 3, 3 };
+	int64_t k2[] = { 8, 4, 3, 3 };
+	struct vtpu_shape sx = f32(4, xi), s1 = f32(4, k1), s2 = f32(4, k2);
+	struct vtpu_conv_params p1 = { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 };
+	struct vtpu_conv_params p2 = { { 2, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 2 };
+	struct vtpu_graph *g = vtpu_graph_new();
+	int x = vtpu_g_parameter(g, 0, &sx, "x");
+	int w1 = vtpu_g_parameter(g, 1, &s1, "w1");
+	int w2 = vtpu_g_parameter(g, 2, &s2, "w2");
+	int axes[] = { 2, 3 }, y;
+
+	y = vtpu_g_unary(g, VTPU_RELU, vtpu_g_conv2d(g, x, w1, &p1));
+	y = vtpu_g_unary(g, VTPU_RELU, vtpu_g_conv2d(g, y, w2, &p2));
+	y = vtpu_g_reduce(g, VTPU_REDUCE_MEAN_OP, y, 2, axes);
+	vtpu_g_outputs(g, 1, &y);
+	CHECK(g, &dev_big, 1e-5, 1e-4);
+	vtpu_graph_free(g);
+}
+
+TEST(attention_block_matches_reference)
+{
+	int64_t dq[] = { 16, 32 }, dk[] = { 32, 16 }, ds[] = { 16, 16 };
+	struct vtpu_shape sq = f32(2, dq), sk = f32(2, dk);
+	struct vtpu_graph *g = vtpu_graph_new();
+	int q = vtpu_g_parameter(g, 0, &sq, "q");
+	int kt = vtpu_g_parameter(g, 1, &sk, "kt");
+	int v = vtpu_g_parameter(g, 2, &sq, "v");
+	int bd[] = { 0 }, s, scale, y;
+	int64_t none[1] = { 0 };
+
+	(void)none;
+	s = vtpu_g_matmul(g, q, kt);
+	scale = vtpu_g_broadcast(g, vtpu_g_scalar(g, 0.17677669f), 2, ds, bd);
+	s = vtpu_g_binary(g, VTPU_MUL, s, scale);
+	s = vtpu_g_softmax(g, s, 1);
+	y = vtpu_g_matmul(g, s, v);
+	vtpu_g_outputs(g, 1, &y);
+	CHECK(g, &dev_big, 1e-5, 1e-4);
+	vtpu_graph_free(g);
+}
+
+static const char hlo_dot[] =
+	"HloModule dot, entry_computation_layout={(f32[4,8]{1,0}, f32[8,3]{1,0})->f32[4,3]{1,0}}\n"
+	"\n"
+	"ENTRY %main (a: f32[4,8], b: f32[8,3]) -> f32[4,3] {\n"
+	"  %a = f32[4,8]{1,0} parameter(0)\n"
+	"  %b = f32[8,3]{1,0} parameter(1)\n"
+	"  ROOT %dot = f32[4,3]{1,0} dot(f32[4,8]{1,0} %a, f32[8,3]{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name=\"dot\"}\n"
+	"}\n";
+
+static const char hlo_reduce[] =
+	"HloModule reduce\n"
+	"\n"
+	"%add (x: f32[], y: f32[]) -> f32[] {\n"
+	"  %x = f32[] parameter(0)\n"
+	"  %y = f32[] parameter(1)\n"
+	"  ROOT %sum = f32[] add(f32[] %x, f32[] %y)\n"
+	"}\n"
+	"\n"
+	"ENTRY %main (p: f32[6,5]) -> f32[6] {\n"
+	"  %p = f32[6,5]{1,0} parameter(0)\n"
+	"  %zero = f32[] constant(0)\n"
+	"  ROOT %r = f32[6]{0} reduce(f32[6,5]{1,0} %p, f32[] %zero), dimensions={1}, to_apply=%add\n"
+	"}\n";
+
+static const char hlo_bcast[] =
+	"HloModule bcast\n"
+	"ENTRY main {\n"
+	"  p = f32[3]{0} parameter(0)\n"
+	"  q = f32[2,3]{1,0} parameter(1)\n"
+	"  b = f32[2,3]{1,0} broadcast(p), dimensions={1}\n"
+	"  t = f32[3,2]{1,0} transpose(q), dimensions={1,0}\n"
+	"  m = f32[2,3]{1,0} multiply(b, q)\n"
+	"  e = f32[2,3]{1,0} exponential(m)\n"
+	"  ROOT out = (f32[2,3]{1,0}, f32[3,2]{1,0}) tuple(e, t)\n"
+	"}\n";
+
+TEST(hlo_modules_parse_compile_and_run)
+{
+	const char *mods[] = { hlo_dot, hlo_reduce, hlo_bcast };
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		struct vtpu_graph *g = NULL;
+		char err[256];
+
+		ASSERT_EQ(0, vtpu_hlo_parse(mods[i], strlen(mods[i]), &g, err,
+					    sizeof(err)))
+			TH_LOG("module %u: %s", i, err);
+		CHECK(g, &dev_big, 1e-5, 1e-4);
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(planner_peak_within_ten_percent_of_lower_bound)
+{
+	struct vtpu_graph *graphs[] = { mlp(32, 64, 256, 16), mlp(8, 128, 64, 8) };
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		struct vtpu_program *p = NULL;
+		double w = check_graph(graphs[i], &dev_big, 1e-5, 1e-4, 1, &p);
+
+		EXPECT_TRUE(w >= 0 && w <= 1.0) TH_LOG("worst ratio %g", w);
+		ASSERT_NE(NULL, p);
+		TH_LOG("graph %u: scratch peak %llu, lower bound %llu", i,
+		       (unsigned long long)p->cost.scratch_bytes,
+		       (unsigned long long)p->cost.scratch_lower_bound);
+		EXPECT_LE((double)p->cost.scratch_bytes,
+			  1.10 * (double)p->cost.scratch_lower_bound + 64);
+		EXPECT_LT(0, p->cost.flops);
+		EXPECT_LT(0, p->cost.est_time_ns);
+		vtpu_program_free(p);
+		vtpu_graph_free(graphs[i]);
+	}
+}
+
+TEST(compile_errors_are_reported)
+{
+	static const int64_t d[] = { 2, 3 }, e[] = { 3, 2 };
+	struct vtpu_shape s = f32(2, d), t = f32(2, e);
+	struct vtpu_graph *g = vtpu_graph_new();
+	struct vtpu_program *p = NULL;
+	char err[256];
+	int x = vtpu_g_parameter(g, 0, &s, "x");
+	int y = vtpu_g_parameter(g, 1, &t, "y");
+
+	/* Shape mismatch: the builder says so, and so does compile. */
+	EXPECT_GT(0, vtpu_g_binary(g, VTPU_ADD, x, y));
+	ASSERT_NE(NULL, vtpu_graph_error(g));
+	EXPECT_NE(NULL, strstr(vtpu_graph_error(g), "ADD"));
+	EXPECT_GT(0, vtpu_compile(g, &dev_big, NULL, &p, err, sizeof(err)));
+	EXPECT_EQ(NULL, p);
+	vtpu_graph_free(g);
+}
+
+/* The cache behind vtpu_compile(): hit, miss on a changed constant,
+ * and a corrupted file recompiled (same bytes), never executed. */
+TEST(compile_cache_hits_misses_and_recompiles_corrupt_entries)
+{
+	char dir[] = "/tmp/vtpu-cache-XXXXXX", path[512];
+	struct vtpu_graph *g1 = mlp(4, 8, 16, 4), *g2;
+	struct vtpu_program *a = NULL, *b = NULL, *c = NULL;
+	struct vtpu_cache_stats st;
+	struct vtpu_cache *cache;
+	struct vtpu_compile_options opts = { 0 };
+	char err[256];
+	uint64_t key[2];
+	FILE *f;
+	long size;
+	int byte;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	/* No memory entries: every hit comes from the disk. */
+	cache = vtpu_cache_new(0, dir);
+	ASSERT_NE(NULL, cache);
+	opts.cache = cache;
+	ASSERT_EQ(0, vtpu_compile(g1, &dev_big, &opts, &a, err, sizeof(err)));
+	ASSERT_EQ(0, vtpu_compile(g1, &dev_big, &opts, &b, err, sizeof(err)));
+	vtpu_cache_stats(cache, &st);
+	EXPECT_EQ(1, st.misses);
+	EXPECT_EQ(1, st.hits);
+	ASSERT_EQ(a->size, b->size);
+	EXPECT_EQ(0, memcmp(a->binary, b->binary, a->size));
+
+	/* Another graph with one constant changed: a miss. */
+	rng = 777;
+	g2 = mlp(4, 8, 16, 4);
+	ASSERT_EQ(0, vtpu_compile(g2, &dev_big, &opts, &c, err, sizeof(err)));
+	vtpu_cache_stats(cache, &st);
+	EXPECT_EQ(2, st.misses);
+	vtpu_program_free(c);
+	c = NULL;
+
+	/* Flip a byte in g1's file: detected, removed, recompiled. */
+	graph_hash(&g1->ir, &dev_big, &opts, key);
+	snprintf(path, sizeof(path), "%s/%016llx%016llx.vtpu", dir,
+		 (unsigned long long)key[1], (unsigned long long)key[0]);
+	f = fopen(path, "r+b");
+	ASSERT_NE(NULL, f) TH_LOG("no cache file %s", path);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fseek(f, size - 3, SEEK_SET);
+	byte = fgetc(f);
+	fseek(f, size - 3, SEEK_SET);	/* a write after a read needs one */
+	fputc(0x5a ^ byte, f);
+	fclose(f);
+	ASSERT_EQ(0, vtpu_compile(g1, &dev_big, &opts, &c, err, sizeof(err)));
+	vtpu_cache_stats(cache, &st);
+	EXPECT_EQ(1, st.corrupt);
+	EXPECT_EQ(3, st.misses);
+	ASSERT_EQ(a->size, c->size);
+	EXPECT_EQ(0, memcmp(a->binary, c->binary, a->size));
+
+	vtpu_program_free(a);
+	vtpu_program_free(b);
+	vtpu_program_free(c);
+	vtpu_cache_free(cache);
+	vtpu_graph_free(g1);
+	vtpu_graph_free(g2);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	ASSERT_EQ(0, system(path));
+}
+
+TEST_HARNESS_MAIN

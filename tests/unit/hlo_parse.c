@@ -1,0 +1,1306 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: vtpu_hlo_parse() reads the XLA HLO text subset into the
+ * graph the builder would make, and rejects every malformed input with
+ * -EINVAL and "LINE:COL: ..." pointing at the first problem.
+ *
+ * The modules are written in the style of XLA's own tests and of what
+ * JAX dumps (layouts, metadata, "%" or not, operand shapes in older
+ * dumps). Every text is parsed from an exact-size heap copy with no NUL
+ * after it, so AddressSanitizer catches any read past the end. These
+ * tests check parsing; compiling and running the modules is e2e's job.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "vtpu_compiler.h"
+
+#include "kselftest_harness.h"
+
+/* Parses @len bytes of @text from an exact-size copy. */
+static int parse(const char *text, size_t len, struct vtpu_graph **g,
+		 char *err, size_t errlen)
+{
+	char *copy = calloc(1, len ? len : 1);
+	int ret;
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, text, len);
+	ret = vtpu_hlo_parse(copy, len, g, err, errlen);
+	free(copy);
+	return ret;
+}
+
+static struct vtpu_graph *parse_ok(struct __test_metadata *_metadata,
+				   const char *text)
+{
+	struct vtpu_graph *g = NULL;
+	char err[256] = "";
+
+	ASSERT_EQ(0, parse(text, strlen(text), &g, err, sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_NE(NULL, g);
+	return g;
+}
+
+/* @len bytes of @text must fail with -EINVAL at @where ("LINE:COL"), saying @what. */
+#define ASSERT_HLO_ERROR_N(text, len, where, what) do { \
+	struct vtpu_graph *g_ = (struct vtpu_graph *)&g_; \
+	const char *t_ = (text); \
+	char err_[256] = ""; \
+	ASSERT_EQ(-EINVAL, parse(t_, len, &g_, err_, sizeof(err_))) \
+		TH_LOG("parsed:\n%s", t_); \
+	ASSERT_NULL(g_); \
+	ASSERT_EQ(0, strncmp(err_, where ": ", strlen(where ": "))) \
+		TH_LOG("got \"%s\", want it at %s", err_, where); \
+	ASSERT_NE(NULL, strstr(err_, what)) \
+		TH_LOG("got \"%s\", want \"%s\"", err_, what); \
+} while (0)
+
+#define ASSERT_HLO_ERROR(text, where, what) \
+	ASSERT_HLO_ERROR_N(text, strlen(text), where, what)
+
+static const char *shape_str(const struct vtpu_graph *g, int v, char *buf,
+			     size_t n)
+{
+	static const char *const types[] = { "f32", "bf16", "s32", "s64",
+					     "pred" };
+	struct vtpu_shape s;
+	size_t k;
+	int i;
+
+	if (vtpu_graph_shape(g, v, &s))
+		return "(bad id)";
+	k = snprintf(buf, n, "%s[", types[s.type]);
+	for (i = 0; i < s.rank; i++)
+		k += snprintf(buf + k, n - k, "%s%lld", i ? "," : "",
+			      (long long)s.dims[i]);
+	snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+#define SHAPE(g, v) shape_str(g, v, (char[96]){ 0 }, 96)
+
+/* The graph's output @i, or -1. */
+static int output(const struct vtpu_graph *g, int i)
+{
+	return i < g->ir.nout ? g->ir.outputs[i] : -1;
+}
+
+static const struct ir_node *node(const struct vtpu_graph *g, int v)
+{
+	return &g->ir.nodes[v];
+}
+
+/* ---- modules that parse ---------------------------------------------------- */
+
+TEST(elementwise_binary_ops_keep_the_shape)
+{
+	static const struct { const char *hlo; enum ir_op op; } ops[] = {
+		{ "add", OP_ADD }, { "subtract", OP_SUB },
+		{ "multiply", OP_MUL }, { "divide", OP_DIV },
+		{ "maximum", OP_MAX }, { "minimum", OP_MIN },
+		{ "power", OP_POW },
+	};
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct vtpu_graph *g;
+
+		snprintf(text, sizeof(text),
+			 "HloModule %s_module, entry_computation_layout={(f32[2,3]{1,0}, f32[2,3]{1,0})->f32[2,3]{1,0}}\n"
+			 "\n"
+			 "ENTRY %%%s.3 (a: f32[2,3], b: f32[2,3]) -> f32[2,3] {\n"
+			 "  %%a = f32[2,3]{1,0} parameter(0)\n"
+			 "  %%b = f32[2,3]{1,0} parameter(1)\n"
+			 "  ROOT %%r = f32[2,3]{1,0} %s(f32[2,3]{1,0} %%a, f32[2,3]{1,0} %%b)\n"
+			 "}\n", ops[i].hlo, ops[i].hlo, ops[i].hlo);
+		g = parse_ok(_metadata, text);
+		ASSERT_EQ(3, g->ir.n);
+		ASSERT_EQ(1, g->ir.nout);
+		ASSERT_EQ(ops[i].op, node(g, output(g, 0))->op)
+			TH_LOG("%s", ops[i].hlo);
+		ASSERT_STREQ("f32[2,3]", SHAPE(g, output(g, 0)));
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(elementwise_unary_ops_keep_the_shape)
+{
+	static const struct { const char *hlo; enum ir_op op; } ops[] = {
+		{ "negate", OP_NEG }, { "abs", OP_ABS },
+		{ "exponential", OP_EXP }, { "log", OP_LOG },
+		{ "sqrt", OP_SQRT }, { "rsqrt", OP_RSQRT },
+		{ "tanh", OP_TANH }, { "logistic", OP_LOGISTIC },
+	};
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct vtpu_graph *g;
+
+		snprintf(text, sizeof(text),
+			 "HloModule jit_%s\n"
+			 "\n"
+			 "ENTRY main.3 {\n"
+			 "  Arg_0.1 = bf16[4]{0} parameter(0)\n"
+			 "  ROOT %s.2 = bf16[4]{0} %s(Arg_0.1)\n"
+			 "}\n", ops[i].hlo, ops[i].hlo, ops[i].hlo);
+		g = parse_ok(_metadata, text);
+		ASSERT_EQ(2, g->ir.n);
+		ASSERT_EQ(ops[i].op, node(g, output(g, 0))->op)
+			TH_LOG("%s", ops[i].hlo);
+		ASSERT_STREQ("bf16[4]", SHAPE(g, output(g, 0)));
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(compare_gives_pred_and_select_takes_it)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[4] parameter(0)\n"
+		"  b = f32[4] parameter(1)\n"
+		"  gt = pred[4]{0} compare(a, b), direction=GT, type=FLOAT\n"
+		"  ROOT r = f32[4]{0} select(gt, a, b)\n"
+		"}\n");
+
+	ASSERT_EQ(OP_COMPARE, node(g, 2)->op);
+	ASSERT_EQ(VTPU_GT, node(g, 2)->a.cmp.dir);
+	ASSERT_STREQ("pred[4]", SHAPE(g, 2));
+	ASSERT_EQ(OP_SELECT, node(g, output(g, 0))->op);
+	ASSERT_STREQ("f32[4]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(dot_with_contracting_dims)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule jit_matmul, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->f32[2,4]{1,0}}\n"
+		"\n"
+		"ENTRY main.4 {\n"
+		"  Arg_0.1 = f32[2,3]{1,0} parameter(0)\n"
+		"  Arg_1.2 = f32[3,4]{1,0} parameter(1)\n"
+		"  ROOT dot.3 = f32[2,4]{1,0} dot(Arg_0.1, Arg_1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		"}\n");
+	const struct ir_node *d = node(g, output(g, 0));
+
+	ASSERT_EQ(OP_DOT, d->op);
+	ASSERT_EQ(0, d->a.dot.nbatch);
+	ASSERT_EQ(1, d->a.dot.ncontract);
+	ASSERT_EQ(1, d->a.dot.lhs_contract[0]);
+	ASSERT_EQ(0, d->a.dot.rhs_contract[0]);
+	ASSERT_STREQ("f32[2,4]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(dot_with_batch_dims)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule dot_product_module\n"
+		"\n"
+		"ENTRY %dot (a: f32[5,2,3], b: f32[5,3,4]) -> f32[5,2,4] {\n"
+		"  %a = f32[5,2,3]{2,1,0} parameter(0)\n"
+		"  %b = f32[5,3,4]{2,1,0} parameter(1)\n"
+		"  ROOT %dot = f32[5,2,4]{2,1,0} dot(f32[5,2,3]{2,1,0} %a, f32[5,3,4]{2,1,0} %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}, operand_precision={default,default}\n"
+		"}\n");
+	const struct ir_node *d = node(g, output(g, 0));
+
+	ASSERT_EQ(1, d->a.dot.nbatch);
+	ASSERT_EQ(0, d->a.dot.lhs_batch[0]);
+	ASSERT_EQ(2, d->a.dot.lhs_contract[0]);
+	ASSERT_EQ(1, d->a.dot.rhs_contract[0]);
+	ASSERT_STREQ("f32[5,2,4]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(reduce_recognises_sum_max_and_min)
+{
+	static const struct {
+		const char *op, *init;
+		enum vtpu_reduce_op kind;
+	} cases[] = {
+		{ "add", "0", VTPU_REDUCE_SUM_OP },
+		{ "maximum", "-inf", VTPU_REDUCE_MAX_OP },
+		{ "minimum", "inf", VTPU_REDUCE_MIN_OP },
+	};
+	char text[1024];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vtpu_graph *g;
+		const struct ir_node *r;
+
+		snprintf(text, sizeof(text),
+			 "HloModule R4F32Reduce_module\n"
+			 "\n"
+			 "%%region_0.3 (lhs: f32[], rhs: f32[]) -> f32[] {\n"
+			 "  %%lhs = f32[] parameter(0)\n"
+			 "  %%rhs = f32[] parameter(1)\n"
+			 "  ROOT %%r = f32[] %s(f32[] %%rhs, f32[] %%lhs)\n"
+			 "}\n"
+			 "\n"
+			 "ENTRY %%R4F32Reduce.v4 (input: f32[1,2,3,4]) -> f32[1,4] {\n"
+			 "  %%input = f32[1,2,3,4]{3,2,1,0} parameter(0)\n"
+			 "  %%init = f32[] constant(%s)\n"
+			 "  ROOT %%reduce = f32[1,4]{1,0} reduce(f32[1,2,3,4]{3,2,1,0} %%input, f32[] %%init), dimensions={1,2}, to_apply=%%region_0.3\n"
+			 "}\n", cases[i].op, cases[i].init);
+		g = parse_ok(_metadata, text);
+		r = node(g, output(g, 0));
+		ASSERT_EQ(OP_REDUCE, r->op);
+		ASSERT_EQ(cases[i].kind, r->a.reduce.op) TH_LOG("%s", cases[i].op);
+		ASSERT_EQ(0x6u, r->a.reduce.axes);
+		ASSERT_STREQ("f32[1,4]", SHAPE(g, output(g, 0)));
+		vtpu_graph_free(g);
+	}
+}
+
+TEST(broadcast_with_dimensions)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  b = f32[3]{0} parameter(0)\n"
+		"  ROOT r = f32[2,3]{1,0} broadcast(b), dimensions={1}\n"
+		"}\n");
+	const struct ir_node *r = node(g, output(g, 0));
+
+	ASSERT_EQ(OP_BROADCAST, r->op);
+	ASSERT_EQ(1, r->a.bcast.dims[0]);
+	ASSERT_STREQ("f32[2,3]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(broadcast_of_a_scalar_constant)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  zero = f32[] constant(0)\n"
+		"  ROOT r = f32[2,2]{1,0} broadcast(f32[] zero), dimensions={}\n"
+		"}\n");
+
+	ASSERT_EQ(OP_BROADCAST, node(g, output(g, 0))->op);
+	ASSERT_STREQ("f32[2,2]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(transpose_permutes_the_dims)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = f32[2,3,4]{2,1,0} parameter(0)\n"
+		"  ROOT t = f32[4,2,3]{2,1,0} transpose(x), dimensions={2,0,1}\n"
+		"}\n");
+	const struct ir_node *t = node(g, output(g, 0));
+
+	ASSERT_EQ(OP_TRANSPOSE, t->op);
+	ASSERT_EQ(2, t->a.transpose.perm[0]);
+	ASSERT_EQ(0, t->a.transpose.perm[1]);
+	ASSERT_EQ(1, t->a.transpose.perm[2]);
+	ASSERT_STREQ("f32[4,2,3]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(reshape_takes_the_stated_shape)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = s32[2,3]{1,0} parameter(0)\n"
+		"  ROOT r = s32[3,1,2]{2,1,0} reshape(x)\n"
+		"}\n");
+
+	ASSERT_EQ(OP_RESHAPE, node(g, output(g, 0))->op);
+	ASSERT_STREQ("s32[3,1,2]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+/* jax.jit(mlp).lower(...).as_hlo_text(), trimmed: two layers, relu. */
+static const char mlp[] =
+	"HloModule jit_mlp, entry_computation_layout={(f32[8,4]{1,0}, f32[4,16]{1,0}, f32[16]{0}, f32[16,2]{1,0}, f32[2]{0})->(f32[8,2]{1,0}, f32[8]{0})}\n"
+	"\n"
+	"region_0.13 {\n"
+	"  Arg_0.14 = f32[] parameter(0)\n"
+	"  Arg_1.15 = f32[] parameter(1)\n"
+	"  ROOT maximum.16 = f32[] maximum(Arg_0.14, Arg_1.15)\n"
+	"}\n"
+	"\n"
+	"ENTRY main.20 {\n"
+	"  Arg_0.1 = f32[8,4]{1,0} parameter(0), metadata={op_name=\"x\"}\n"
+	"  Arg_1.2 = f32[4,16]{1,0} parameter(1), metadata={op_name=\"w1\"}\n"
+	"  dot.6 = f32[8,16]{1,0} dot(Arg_0.1, Arg_1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name=\"jit(mlp)/jit(main)/dot_general\" source_file=\"mlp.py\" source_line=7}\n"
+	"  Arg_2.3 = f32[16]{0} parameter(2)\n"
+	"  broadcast.7 = f32[8,16]{1,0} broadcast(Arg_2.3), dimensions={1}\n"
+	"  add.8 = f32[8,16]{1,0} add(dot.6, broadcast.7)\n"
+	"  constant.5 = f32[] constant(0)\n"
+	"  broadcast.9 = f32[8,16]{1,0} broadcast(constant.5), dimensions={}\n"
+	"  maximum.10 = f32[8,16]{1,0} maximum(add.8, broadcast.9)\n"
+	"  Arg_3.4 = f32[16,2]{1,0} parameter(3)\n"
+	"  dot.11 = f32[8,2]{1,0} dot(maximum.10, Arg_3.4), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	"  Arg_4.5 = f32[2]{0} parameter(4)\n"
+	"  broadcast.12 = f32[8,2]{1,0} broadcast(Arg_4.5), dimensions={1}\n"
+	"  add.13 = f32[8,2]{1,0} add(dot.11, broadcast.12)\n"
+	"  constant.17 = f32[] constant(-inf)\n"
+	"  reduce.18 = f32[8]{0} reduce(add.13, constant.17), dimensions={1}, to_apply=region_0.13\n"
+	"  ROOT tuple.19 = (f32[8,2]{1,0}, f32[8]{0}) tuple(add.13, reduce.18)\n"
+	"}\n";
+
+TEST(small_mlp_module)
+{
+	struct vtpu_graph *g = parse_ok(_metadata, mlp);
+	int i;
+
+	ASSERT_EQ(5, g->ir.nparams);
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(OP_PARAM, node(g, i)->op);
+		ASSERT_EQ(i, node(g, i)->a.param.index);
+	}
+	ASSERT_STREQ("Arg_2.3", node(g, 2)->name);
+	ASSERT_EQ(2, g->ir.nout);
+	ASSERT_EQ(OP_ADD, node(g, output(g, 0))->op);
+	ASSERT_STREQ("f32[8,2]", SHAPE(g, output(g, 0)));
+	ASSERT_EQ(OP_REDUCE, node(g, output(g, 1))->op);
+	ASSERT_EQ(VTPU_REDUCE_MAX_OP, node(g, output(g, 1))->a.reduce.op);
+	ASSERT_STREQ("f32[8]", SHAPE(g, output(g, 1)));
+	vtpu_graph_free(g);
+}
+
+TEST(layouts_are_parsed_and_ignored)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m, entry_computation_layout={(f32[2,2]{0,1})->f32[2,2]{1,0}}\n"
+		"ENTRY %e (p: f32[2,2]) -> f32[2,2]{1,0} {\n"
+		"  %p = f32[2,2]{0,1} parameter(0)\n"
+		"  %c = f32[2,2]{1,0:T(8,128)} copy(%p)\n"
+		"  %s = f32[] constant(2)\n"
+		"  %b = f32[2,2]{1,0} broadcast(%s), dimensions={}\n"
+		"  ROOT %r = f32[2,2]{1,0} multiply(%c, %b)\n"
+		"}\n");
+
+	ASSERT_EQ(OP_MUL, node(g, output(g, 0))->op);
+	/* copy only changes the layout: it is its operand */
+	ASSERT_EQ(0, node(g, output(g, 0))->in[0]);
+	ASSERT_STREQ("f32[2,2]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(metadata_and_unknown_attributes_are_skipped)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m, is_scheduled=true, num_partitions=1, frontend_attributes={fingerprint=\"x\"}\n"
+		"\n"
+		"// a line comment\n"
+		"ENTRY e {\n"
+		"  a = f32[2]{0} parameter(0), sharding={devices=[2]<=[2]}, metadata={op_type=\"Add\" op_name=\"a}{\\\"b\" source_line=3}\n"
+		"  b = f32[2]{0} parameter(1), frontend_attributes={_xla_x=\"1\"}\n"
+		"  ROOT s = f32[2]{0} add(a, /*index=1*/b), backend_config={\"flag\":[1,2]}, control-predecessors={a}, statistics=\"}\"\n"
+		"}, execution_thread=\"main\"\n");
+
+	ASSERT_EQ(3, g->ir.n);
+	ASSERT_EQ(OP_ADD, node(g, output(g, 0))->op);
+	vtpu_graph_free(g);
+}
+
+TEST(tuple_root_gives_the_outputs)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[2] parameter(0)\n"
+		"  b = f32[3] parameter(1)\n"
+		"  n = f32[3] negate(b)\n"
+		"  ROOT t = (f32[3], f32[2], f32[3]) tuple(n, a, b)\n"
+		"}\n");
+
+	ASSERT_EQ(3, g->ir.nout);
+	ASSERT_EQ(2, output(g, 0));
+	ASSERT_EQ(0, output(g, 1));
+	ASSERT_EQ(1, output(g, 2));
+	vtpu_graph_free(g);
+}
+
+TEST(root_defaults_to_the_last_instruction)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[2] parameter(0)\n"
+		"  b = f32[2] exponential(a)\n"
+		"  c = f32[2] negate(a)\n"
+		"}\n");
+
+	ASSERT_EQ(1, g->ir.nout);
+	ASSERT_EQ(OP_NEG, node(g, output(g, 0))->op);
+	vtpu_graph_free(g);
+}
+
+TEST(root_need_not_be_last)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[2] parameter(0)\n"
+		"  ROOT b = f32[2] exponential(a)\n"
+		"  c = f32[2] negate(a)\n"
+		"}\n");
+
+	ASSERT_EQ(OP_EXP, node(g, output(g, 0))->op);
+	vtpu_graph_free(g);
+}
+
+TEST(parameters_may_come_in_any_order)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  y = f32[3] parameter(1)\n"
+		"  x = f32[2] parameter(0)\n"
+		"  ROOT t = (f32[2], f32[3]) tuple(x, y)\n"
+		"}\n");
+
+	ASSERT_STREQ("x", node(g, 0)->name);
+	ASSERT_STREQ("f32[2]", SHAPE(g, 0));
+	ASSERT_STREQ("y", node(g, 1)->name);
+	ASSERT_EQ(0, output(g, 0));
+	ASSERT_EQ(1, output(g, 1));
+	vtpu_graph_free(g);
+}
+
+TEST(constant_literals)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  m = f32[2,2]{1,0} constant({ {1, 2.5}, {-3, 4e-1} })\n"
+		"  p = pred[3] constant({true, false, true})\n"
+		"  f = f32[4] constant({inf, -inf, nan, -0})\n"
+		"  i = s32[] constant(-7)\n"
+		"  h = bf16[2] constant({1.5, 3.14159})\n"
+		"  l = s64[] constant(-9223372036854775808)\n"
+		"  ROOT t = (f32[2,2], pred[3], f32[4], s32[], bf16[2], s64[]) tuple(m, p, f, i, h, l)\n"
+		"}\n");
+	const float *m = node(g, 0)->a.cst.data, *f = node(g, 2)->a.cst.data;
+	const uint8_t *p = node(g, 1)->a.cst.data;
+	const uint16_t *h = node(g, 4)->a.cst.data;
+	int64_t l;
+
+	ASSERT_EQ(1.0f, m[0]);
+	ASSERT_EQ(2.5f, m[1]);
+	ASSERT_EQ(-3.0f, m[2]);
+	ASSERT_EQ(0.4f, m[3]);
+	ASSERT_EQ(1, p[0]);
+	ASSERT_EQ(0, p[1]);
+	ASSERT_EQ(1, p[2]);
+	ASSERT_TRUE(isinf(f[0]) && f[0] > 0);
+	ASSERT_TRUE(isinf(f[1]) && f[1] < 0);
+	ASSERT_TRUE(isnan(f[2]));
+	ASSERT_TRUE(f[3] == 0 && signbit(f[3]));
+	ASSERT_EQ(-7, *(int32_t *)node(g, 3)->a.cst.data);
+	ASSERT_EQ(0x3fc0, h[0]);	/* 1.5 */
+	ASSERT_EQ(0x4049, h[1]);	/* 3.14159 rounds to 3.140625 */
+	memcpy(&l, node(g, 5)->a.cst.data, 8);
+	ASSERT_EQ(INT64_MIN, l);
+	ASSERT_STREQ("f32[2,2]", SHAPE(g, 0));
+	vtpu_graph_free(g);
+}
+
+TEST(convolution_nchw_oihw)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule jit_conv\n"
+		"\n"
+		"ENTRY main.4 {\n"
+		"  Arg_0.1 = f32[1,3,8,8]{3,2,1,0} parameter(0)\n"
+		"  Arg_1.2 = f32[6,1,3,3]{3,2,1,0} parameter(1)\n"
+		"  ROOT convolution.3 = f32[1,6,4,4]{3,2,1,0} convolution(Arg_0.1, Arg_1.2), window={size=3x3 stride=2x2 pad=1_1x1_1 rhs_dilate=1x1}, dim_labels=bf01_oi01->bf01, feature_group_count=3\n"
+		"}\n");
+	const struct ir_node *c = node(g, output(g, 0));
+
+	ASSERT_EQ(OP_CONV, c->op);
+	ASSERT_EQ(2, c->a.conv.stride[0]);
+	ASSERT_EQ(2, c->a.conv.stride[1]);
+	ASSERT_EQ(1, c->a.conv.pad_lo[0]);
+	ASSERT_EQ(1, c->a.conv.pad_hi[1]);
+	ASSERT_EQ(1, c->a.conv.dilation[0]);
+	ASSERT_EQ(3, c->a.conv.groups);
+	ASSERT_STREQ("f32[1,6,4,4]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(concatenate_slice_pad_and_convert)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[2,3] parameter(0)\n"
+		"  b = f32[2,1] parameter(1)\n"
+		"  c = f32[2,4]{1,0} concatenate(a, b), dimensions={1}\n"
+		"  s = f32[1,2]{1,0} slice(c), slice={[1:2], [0:4:2]}\n"
+		"  z = f32[] constant(0)\n"
+		"  p = f32[4,5]{1,0} pad(s, z), padding=1_2x0_3\n"
+		"  ROOT i = s32[4,5]{1,0} convert(p)\n"
+		"}\n");
+
+	ASSERT_EQ(OP_CONCAT, node(g, 2)->op);
+	ASSERT_EQ(1, node(g, 2)->a.concat.axis);
+	ASSERT_EQ(OP_SLICE, node(g, 3)->op);
+	ASSERT_EQ(2, node(g, 3)->a.slice.stride[1]);
+	ASSERT_STREQ("f32[1,2]", SHAPE(g, 3));
+	ASSERT_EQ(OP_PAD, node(g, 5)->op);
+	ASSERT_EQ(2, node(g, 5)->a.pad.hi[0]);
+	ASSERT_EQ(3, node(g, 5)->a.pad.hi[1]);
+	ASSERT_EQ(OP_CONVERT, node(g, output(g, 0))->op);
+	ASSERT_STREQ("s32[4,5]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+}
+
+TEST(get_tuple_element_of_a_tuple_is_its_element)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[2] parameter(0)\n"
+		"  b = f32[3] parameter(1)\n"
+		"  t = (f32[2], f32[3]) tuple(a, b)\n"
+		"  ROOT g = f32[3] get-tuple-element(t), index=1\n"
+		"}\n");
+
+	ASSERT_EQ(1, output(g, 0));
+	vtpu_graph_free(g);
+}
+
+TEST(error_buffer_is_optional_and_truncated)
+{
+	struct vtpu_graph *g = NULL;
+	char err[4];
+
+	ASSERT_EQ(-EINVAL, vtpu_hlo_parse("x", 1, &g, NULL, 0));
+	ASSERT_EQ(-EINVAL, vtpu_hlo_parse("x", 1, &g, err, sizeof(err)));
+	ASSERT_STREQ("1:1", err);
+	ASSERT_EQ(-EINVAL, vtpu_hlo_parse(NULL, 0, &g, NULL, 0));
+	ASSERT_EQ(-EINVAL, vtpu_hlo_parse("x", 1, NULL, NULL, 0));
+	ASSERT_NULL(g);
+}
+
+/* ---- malformed input: -EINVAL at the first problem --------------------------- */
+
+TEST(empty_input)
+{
+	ASSERT_HLO_ERROR("", "1:1", "expected 'HloModule', found end of input");
+	ASSERT_HLO_ERROR("  \n\n", "3:1", "expected 'HloModule'");
+}
+
+TEST(missing_module_header)
+{
+	ASSERT_HLO_ERROR("ENTRY e {\n  ROOT c = f32[] constant(1)\n}\n",
+			 "1:1", "expected 'HloModule', found 'ENTRY'");
+}
+
+TEST(missing_entry)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "\n"
+			 "add {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "}\n",
+			 "6:1", "missing ENTRY computation");
+}
+
+TEST(second_entry)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY a {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "}\n"
+			 "ENTRY b {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "}\n",
+			 "5:1", "second ENTRY");
+}
+
+TEST(unknown_opcode)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] frobnicate(p)\n"
+			 "}\n",
+			 "4:19", "unknown opcode 'frobnicate'");
+}
+
+TEST(unsupported_opcode_is_named)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] exponential-minus-one(p)\n"
+			 "}\n",
+			 "4:19", "unsupported opcode 'exponential-minus-one'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] log-plus-one(p)\n"
+			 "}\n",
+			 "4:19", "unsupported opcode 'log-plus-one'");
+}
+
+TEST(unsupported_opcodes_outside_entry_are_fine)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"and.1 {\n"
+		"  x = pred[] parameter(0)\n"
+		"  y = pred[] parameter(1)\n"
+		"  ROOT a = pred[] and(x, y)\n"
+		"}\n"
+		"ENTRY e {\n"
+		"  ROOT p = f32[2] parameter(0)\n"
+		"}\n");
+
+	vtpu_graph_free(g);
+}
+
+TEST(bad_shape)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2,x] parameter(0)\n"
+			 "}\n",
+			 "3:13", "expected an integer, found 'x'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = q32[2] parameter(0)\n"
+			 "}\n",
+			 "3:7", "expected a shape, found 'q32'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32 parameter(0)\n"
+			 "}\n",
+			 "3:11", "expected '[', found 'parameter'");
+}
+
+TEST(unsupported_element_type)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f64[2] parameter(0)\n"
+			 "}\n",
+			 "3:7", "unsupported element type 'f64'");
+}
+
+TEST(unsupported_dimensions)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[<=4] parameter(0)\n"
+			 "}\n",
+			 "3:11", "dynamic dimension");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2,0] parameter(0)\n"
+			 "}\n",
+			 "3:13", "dimension of size 0");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[1,1,1,1,1,1,1] parameter(0)\n"
+			 "}\n",
+			 "3:23", "rank above 6");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[65536,65536,65536] parameter(0)\n"
+			 "}\n",
+			 "3:23", "shape too large");
+}
+
+TEST(shape_mismatch)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[3] negate(p)\n"
+			 "}\n",
+			 "4:12", "shape mismatch: the text says f32[3], the operands make f32[2]");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  a = f32[2,3] parameter(0)\n"
+			 "  b = f32[3,4] parameter(1)\n"
+			 "  ROOT d = f32[2,3]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+			 "}\n",
+			 "5:12", "the operands make f32[2,4]");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  a = f32[2] parameter(0)\n"
+			 "  ROOT t = (f32[2], f32[2]) tuple(a)\n"
+			 "}\n",
+			 "4:12", "shape mismatch");
+}
+
+TEST(builder_rejects_the_operands)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  a = f32[2] parameter(0)\n"
+			 "  b = f32[3] parameter(1)\n"
+			 "  ROOT c = f32[2] add(a, b)\n"
+			 "}\n",
+			 "5:19", "operands differ in shape");
+}
+
+TEST(undefined_operand)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] negate(r)\n"
+			 "}\n",
+			 "4:26", "undefined operand 'r'");
+}
+
+TEST(operand_used_before_its_definition)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  q = f32[2] negate(p)\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "}\n",
+			 "3:21", "undefined operand 'p'");
+}
+
+TEST(operands_of_another_computation_are_not_in_scope)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "c {\n"
+			 "  x = f32[2] parameter(0)\n"
+			 "}\n"
+			 "ENTRY e {\n"
+			 "  ROOT q = f32[2] negate(x)\n"
+			 "}\n",
+			 "6:26", "undefined operand 'x'");
+}
+
+TEST(duplicate_name)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  %p = f32[2] negate(p)\n"
+			 "}\n",
+			 "4:3", "duplicate name 'p'");
+}
+
+TEST(duplicate_computation)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "c {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "}\n"
+			 "%c {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "}\n",
+			 "5:1", "duplicate computation 'c'");
+}
+
+TEST(duplicate_attribute)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2,2] broadcast(p), dimensions={0}, dimensions={1}\n"
+			 "}\n",
+			 "4:51", "duplicate attribute 'dimensions'");
+}
+
+TEST(second_root)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] negate(p)\n"
+			 "}\n",
+			 "4:8", "second ROOT");
+}
+
+TEST(empty_computation)
+{
+	ASSERT_HLO_ERROR("HloModule m\nENTRY e {\n}\n", "2:9",
+			 "empty computation 'e'");
+}
+
+TEST(unterminated_brace)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2] parameter(0)\n",
+			 "2:9", "unterminated '{'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2] parameter(0), metadata={op_name=\"x\"\n",
+			 "3:42", "unterminated '{'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2,2]{1,0",
+			 "3:20", "unterminated '{'");
+}
+
+TEST(unterminated_string)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2] parameter(0), backend_config=\"abc\n"
+			 "}\n",
+			 "3:48", "unterminated string");
+	ASSERT_HLO_ERROR("HloModule m, x=\"\\", "1:16", "unterminated string");
+}
+
+TEST(unterminated_comment)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e { /* ROOT p = f32[2] parameter(0)\n"
+			 "}\n",
+			 "2:11", "unterminated comment");
+}
+
+TEST(unexpected_character)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2] param\xc3\xa9ter(0)\n"
+			 "}\n",
+			 "3:24", "unexpected character '\\xc3'");
+	ASSERT_HLO_ERROR_N("HloModule m\0", 12, "1:12",
+			   "unexpected character '\\x00'");
+}
+
+TEST(bad_constant_element_count)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[2,2] constant({ {1,2}, {3} })\n"
+			 "}\n",
+			 "3:39", "bad constant: dimension 1 must have 2 elements");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[2] constant({1, 2, 3})\n"
+			 "}\n",
+			 "3:28", "dimension 0 must have 2 elements");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[2] constant(1)\n"
+			 "}\n",
+			 "3:28", "expected '{', found '1'");
+}
+
+TEST(bad_constant_value)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[] constant(1.2.3)\n"
+			 "}\n",
+			 "3:27", "expected a number, found '1.2.3'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = s32[] constant(1.5)\n"
+			 "}\n",
+			 "3:27", "expected an integer");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = s32[] constant(3000000000)\n"
+			 "}\n",
+			 "3:27", "number out of range");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[] constant(1e39)\n"
+			 "}\n",
+			 "3:27", "number out of range");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = pred[] constant(1)\n"
+			 "}\n",
+			 "3:28", "expected true or false");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[] constant(-infinity)\n"
+			 "}\n",
+			 "3:28", "expected a number, found 'infinity'");
+}
+
+TEST(elided_constant)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[1000] constant({...})\n"
+			 "}\n",
+			 "3:31", "elided constant");
+}
+
+TEST(wrong_to_apply)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "sub {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "  y = f32[] parameter(1)\n"
+			 "  ROOT s = f32[] subtract(x, y)\n"
+			 "}\n"
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=sub\n"
+			 "}\n",
+			 "10:57", "to_apply 'sub' is not add, maximum or minimum");
+	/* the add must combine the two parameters, not a parameter twice */
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "dbl {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "  y = f32[] parameter(1)\n"
+			 "  ROOT s = f32[] add(x, x)\n"
+			 "}\n"
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=dbl\n"
+			 "}\n",
+			 "10:57", "to_apply 'dbl' is not add");
+}
+
+TEST(to_apply_undefined)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=%add\n"
+			 "}\n",
+			 "5:57", "undefined computation 'add'");
+}
+
+#define ADD_COMP \
+	"add {\n" \
+	"  x = f32[] parameter(0)\n" \
+	"  y = f32[] parameter(1)\n" \
+	"  ROOT s = f32[] add(x, y)\n" \
+	"}\n"
+
+#define MAX_COMP \
+	"max {\n" \
+	"  x = f32[] parameter(0)\n" \
+	"  y = f32[] parameter(1)\n" \
+	"  ROOT s = f32[] maximum(x, y)\n" \
+	"}\n"
+
+TEST(reduce_init_is_not_the_identity)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 MAX_COMP
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=max\n"
+			 "}\n",
+			 "10:28", "max reduce with init 0");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 ADD_COMP
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] constant(1)\n"
+			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=add\n"
+			 "}\n",
+			 "10:28", "sum reduce with init 1");
+}
+
+TEST(reduce_init_is_not_a_constant)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 ADD_COMP
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] parameter(1)\n"
+			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=add\n"
+			 "}\n",
+			 "10:28", "the reduce's init must be a scalar constant");
+}
+
+TEST(variadic_reduce)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 ADD_COMP
+			 "ENTRY e {\n"
+			 "  a = f32[4] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT r = (f32[], f32[]) reduce(a, a, z, z), dimensions={0}, to_apply=add\n"
+			 "}\n",
+			 "10:27", "variadic reduce");
+}
+
+TEST(wrong_operand_count)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] add(p)\n"
+			 "}\n",
+			 "4:19", "add takes 2 operands, found 1");
+}
+
+TEST(missing_comma_between_operands)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] add(p p)\n"
+			 "}\n",
+			 "4:25", "expected ',', found 'p'");
+}
+
+TEST(missing_attribute)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[3,2] broadcast(p)\n"
+			 "}\n",
+			 "4:21", "broadcast needs dimensions=");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = pred[2] compare(p, p)\n"
+			 "}\n",
+			 "4:20", "compare needs direction=");
+}
+
+TEST(attribute_count_does_not_match_the_rank)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2,3] parameter(0)\n"
+			 "  ROOT q = f32[3,2] transpose(p), dimensions={1}\n"
+			 "}\n",
+			 "4:46", "dimensions has 1 entries for an operand of rank 2");
+}
+
+TEST(bad_comparison_direction)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = pred[2] compare(p, p), direction=XX\n"
+			 "}\n",
+			 "4:45", "expected a comparison direction, found 'XX'");
+}
+
+#define CONV_ENTRY(attrs) \
+	"HloModule m\n" \
+	"ENTRY e {\n" \
+	"  x = f32[1,2,4,4] parameter(0)\n" \
+	"  k = f32[2,2,3,3] parameter(1)\n" \
+	"  ROOT c = f32[1,2,4,4] convolution(x, k), " attrs "\n" \
+	"}\n"
+
+TEST(unsupported_convolution_layout)
+{
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
+			 "5:86", "unsupported dim_labels 'b01f_01io->b01f'");
+}
+
+TEST(unsupported_convolution_window)
+{
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01"),
+			 "5:51", "unsupported: lhs_dilate");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3y3}, dim_labels=bf01_oi01->bf01"),
+			 "5:57", "bad size '3y3'");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1x1}, dim_labels=bf01_oi01->bf01"),
+			 "5:65", "bad pad '1x1'");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=5x5 pad=2_2x2_2}, dim_labels=bf01_oi01->bf01"),
+			 "5:51", "window size does not match the kernel");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1 stride=1x1x1}, dim_labels=bf01_oi01->bf01"),
+			 "5:51", "window stride must have 2 dimensions");
+}
+
+TEST(interior_padding)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT q = f32[5] pad(p, z), padding=1_1_1\n"
+			 "}\n",
+			 "5:38", "unsupported: interior padding");
+}
+
+TEST(negative_padding)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  z = f32[] constant(0)\n"
+			 "  ROOT q = f32[1] pad(p, z), padding=-1_0\n"
+			 "}\n",
+			 "5:38", "unsupported: negative padding");
+}
+
+TEST(pad_value_of_another_type)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  p = bf16[2] parameter(0)\n"
+		"  v = bf16[] constant(1.5)\n"
+		"  ROOT q = bf16[5] pad(p, v), padding=0_3\n"
+		"}\n");
+
+	ASSERT_EQ(OP_PAD, node(g, output(g, 0))->op);
+	ASSERT_TRUE(node(g, output(g, 0))->a.pad.value == 1.5);
+	vtpu_graph_free(g);
+}
+
+TEST(pad_value_is_not_a_constant)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  z = f32[] parameter(1)\n"
+			 "  ROOT q = f32[4] pad(p, z), padding=1_1\n"
+			 "}\n",
+			 "5:26", "the pad value must be a scalar constant");
+}
+
+TEST(get_tuple_element_of_a_non_tuple)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] get-tuple-element(p), index=0\n"
+			 "}\n",
+			 "4:37", "get-tuple-element of 'p', not a tuple");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  t = (f32[2]) tuple(p)\n"
+			 "  ROOT q = f32[2] get-tuple-element(t), index=1\n"
+			 "}\n",
+			 "5:47", "index 1 out of range");
+}
+
+TEST(tuple_parameter)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = (f32[2], f32[3]) parameter(0)\n"
+			 "  ROOT q = f32[2] get-tuple-element(p), index=0\n"
+			 "}\n",
+			 "3:7", "tuple-shaped parameter");
+}
+
+TEST(tuple_used_as_an_operand)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  t = (f32[2]) tuple(p)\n"
+			 "  ROOT q = f32[2] negate(t)\n"
+			 "}\n",
+			 "5:26", "tuple 't' as an operand");
+}
+
+TEST(nested_tuple)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  t = (f32[2]) tuple(p)\n"
+			 "  ROOT u = ((f32[2]), f32[2]) tuple(t, p)\n"
+			 "}\n",
+			 "5:37", "unsupported: nested tuple");
+}
+
+TEST(empty_tuple_result)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT t = () tuple()\n"
+			 "}\n",
+			 "3:15", "unsupported: an empty tuple as the result");
+}
+
+TEST(concatenate_needs_one_dimension)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT c = f32[4] concatenate(p, p), dimensions={0,1}\n"
+			 "}\n",
+			 "4:49", "concatenate needs one dimension");
+}
+
+TEST(parameter_numbers_have_a_gap)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  a = f32[2] parameter(0)\n"
+			 "  b = f32[2] parameter(2)\n"
+			 "}\n",
+			 "4:24", "parameter(2) but the computation has 2 parameters");
+}
+
+TEST(parameter_number_repeats)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  a = f32[2] parameter(0)\n"
+			 "  b = f32[2] parameter(0)\n"
+			 "}\n",
+			 "4:24", "parameter(0) defined twice");
+}
+
+TEST(trailing_garbage)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT p = f32[2] parameter(0)\n"
+			 "}\n"
+			 "42\n",
+			 "5:1", "expected a computation name, found '42'");
+}
+
+/*
+ * Every prefix of a valid module fails cleanly: -EINVAL, no graph, and a
+ * location inside the prefix (the parser never looks past the end).
+ */
+TEST(truncated_input_at_every_length)
+{
+	size_t full = strrchr(mlp, '}') - mlp, len;
+
+	for (len = 0; len <= full; len++) {
+		struct vtpu_graph *g = (struct vtpu_graph *)&g;
+		unsigned long line, col, l = 1, c = 1;
+		char err[256] = "";
+		size_t i;
+
+		ASSERT_EQ(-EINVAL, parse(mlp, len, &g, err, sizeof(err)))
+			TH_LOG("prefix of %zu bytes", len);
+		ASSERT_NULL(g);
+		ASSERT_EQ(2, sscanf(err, "%lu:%lu: ", &line, &col))
+			TH_LOG("%s", err);
+		for (i = 0; i < len && (l < line || c < col); i++) {
+			if (mlp[i] == '\n') {
+				l++;
+				c = 1;
+			} else {
+				c++;
+			}
+		}
+		ASSERT_TRUE(l == line && c == col)
+			TH_LOG("prefix of %zu bytes: %s", len, err);
+	}
+}
+
+TEST_HARNESS_MAIN

@@ -87,12 +87,15 @@ $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 $(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS)
 	@mkdir -p $(@D)
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-Icompiler/include -Icompiler -Iuapi -Idriver -Iruntime/compat \
+		-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
+		-Idriver -Iruntime/compat -ffp-contract=off \
 		-o $@ $< $(CC_SRCS) $(EXEC_SRCS) -lxxhash -lpthread -lm
 
 fuzz: $(HLO_FUZZ)
-	$(HLO_FUZZ) -max_total_time=$${FUZZ_SECONDS:-60} \
-		-artifact_prefix=$(BUILD)/ tests/fuzz/hlo_corpus
+	@mkdir -p $(BUILD)/fuzz-corpus
+	$(HLO_FUZZ) -dict=tests/fuzz/hlo.dict -max_len=8192 -timeout=5 \
+		-max_total_time=$${FUZZ_SECONDS:-60} -artifact_prefix=$(BUILD)/ \
+		$(BUILD)/fuzz-corpus tests/fuzz/hlo_corpus
 
 $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBRT) $(LIBEXEC) $(LIBCC) \
 		$(TEST_HDRS) $(KSFT_HDRS)

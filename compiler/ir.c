@@ -386,8 +386,13 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 		s->dims[1] = y->dims[0];
 		for (i = 0; i < 2; i++) {
 			int64_t in = x->dims[2 + i] + p->pad_lo[i] + p->pad_hi[i];
-			int64_t kext = (y->dims[2 + i] - 1) * p->dilation[i] + 1;
+			int64_t kext;
 
+			/* Huge dilations must not overflow into a "fit". */
+			if (__builtin_mul_overflow(y->dims[2 + i] - 1,
+						   (int64_t)p->dilation[i], &kext))
+				return ir_error(g, EINVAL, "CONV: window too large");
+			kext += 1;
 			if (p->stride[i] < 1 || p->dilation[i] < 1 ||
 			    p->pad_lo[i] < 0 || p->pad_hi[i] < 0 || in < kext)
 				return ir_error(g, EINVAL, "CONV: bad window in dimension %d",
@@ -442,7 +447,8 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 			if (st < 0 || li > x->dims[i] || st >= li || sd < 1)
 				return ir_error(g, EINVAL, "SLICE: bad range in dimension %d",
 						i);
-			s->dims[i] = (li - st + sd - 1) / sd;
+			/* ceil((li - st) / sd) without overflow for huge sd */
+			s->dims[i] = (li - st - 1) / sd + 1;
 		}
 		return 0;
 	case OP_PAD:

@@ -83,6 +83,8 @@ int vtpu_compile(const struct vtpu_graph *graph,
 	RUN(&p, "cse", pass_cse(p.g));
 	RUN(&p, "dce", pass_dce(p.g));
 	RUN(&p, "lower", pass_lower(p.g));
+	/* Lowering leaves reshape chains and copies of copies behind. */
+	RUN(&p, "simplify2", pass_simplify(p.g));
 	RUN(&p, "cse2", pass_cse(p.g));
 	RUN(&p, "dce2", pass_dce(p.g));
 	RUN(&p, "fuse", pass_fuse(p.g, !opts->no_fusion));

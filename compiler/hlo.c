@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vtpu_compiler.h"
+#include "ir.h"	/* type_size(); graphs are built through the public API */
 
 #define R		VTPU_MAX_RANK
 #define MAX_DEPTH	64	/* nested tuple shapes */
@@ -890,20 +890,6 @@ static int64_t elems_of(const struct vtpu_shape *s)
 	return n;
 }
 
-static size_t type_bytes(enum vtpu_type t)
-{
-	switch (t) {
-	case VTPU_BF16:
-		return 2;
-	case VTPU_S64:
-		return 8;
-	case VTPU_PRED:
-		return 1;
-	default:
-		return 4;
-	}
-}
-
 /* ---- constants ----------------------------------------------------------- */
 
 static uint16_t f32_to_bf16(float f)
@@ -1031,7 +1017,7 @@ static int parse_literal(struct parser *p, const struct vtpu_shape *s,
 	int64_t i;
 
 	if (dim == s->rank) {
-		if (parse_scalar(p, s->type, data + *k * type_bytes(s->type)))
+		if (parse_scalar(p, s->type, data + *k * (size_t)type_size(s->type)))
 			return p->ret;
 		++*k;
 		return 0;
@@ -1070,7 +1056,7 @@ static int parse_constant(struct parser *p, struct inst *in)
 		return error_at(p, p->tok->loc,
 				"bad constant: the text is too short for %lld elements",
 				(long long)n);
-	in->data = alloc_array(p, (size_t)n, type_bytes(s->type));
+	in->data = alloc_array(p, (size_t)n, (size_t)type_size(s->type));
 	if (!in->data)
 		return p->ret;
 	return parse_literal(p, s, 0, in->data, &k);

@@ -34,7 +34,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 # (host backend, unit tests, benchmarks). No FMA contraction and no
 # -march: results must be bit-identical to the kernel's SSE2 build.
 EXEC_SRCS := $(wildcard driver/vtpu_prog.c driver/vtpu_exec.c)
-EXEC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -ffp-contract=off \
+EXEC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -ffp-contract=off \
 	-fno-math-errno -Iuapi -Idriver -Iruntime/compat
 EXEC_OBJS := $(patsubst driver/%.c,$(BUILD)/obj/%.o,$(EXEC_SRCS))
 EXEC_SAN_OBJS := $(patsubst driver/%.c,$(BUILD)/obj-san/%.o,$(EXEC_SRCS))
@@ -47,18 +47,32 @@ TEST_HDRS := $(wildcard tests/common/*.h)
 # The runtime (libvtpu): for now its submission queue.
 RT_SRCS := $(wildcard runtime/*.c)
 RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
+RT_CFLAGS := $(USER_CFLAGS) -fPIC -Iruntime -Iruntime/include \
+	-Icompiler/include -Icompiler -Idriver -Iruntime/compat
 RT_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj/rt/%.o,$(RT_SRCS))
-LIBRT := $(BUILD)/lib/libvtpu_rt.a
+RT_SAN_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj-san/rt/%.o,$(RT_SRCS))
+RT_LIBS := $(USER_LIBS) -luring -lyajl -lxxhash -lpthread -lm
+# libvtpu: the runtime with the compiler and the executor inside, static
+# and shared (with a versioned symbol map); -san for the host tests.
+LIBVTPU := $(BUILD)/lib/libvtpu.a
+LIBVTPU_SO := $(BUILD)/lib/libvtpu.so.0.1
+LIBVTPU_SAN := $(BUILD)/lib/libvtpu-san.a
+PREFIX ?= /usr/local
 
 # The graph compiler: a library the runtime, the tools and the tests link.
 CC_SRCS := $(wildcard compiler/*.c)
 CC_HDRS := $(wildcard compiler/*.h compiler/include/*.h)
-CC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -Icompiler \
+CC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -Icompiler/include -Icompiler \
 	-Iuapi -Idriver -Iruntime/compat
 CC_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj/cc/%.o,$(CC_SRCS))
 CC_SAN_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj-san/cc/%.o,$(CC_SRCS))
 LIBCC := $(BUILD)/lib/libvtpu_compiler.a
 LIBCC_SAN := $(BUILD)/lib/libvtpu_compiler-san.a
+
+E2E_SRCS := $(wildcard tests/e2e/*.c)
+E2E_BINS := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(E2E_SRCS))
+# The README's example, cut out of README.md so that it cannot rot.
+EXAMPLE := $(BUILD)/examples/readme_mlp
 
 KSFT_SRCS := $(wildcard tests/kselftest/*.c)
 KSFT_BINS := $(patsubst tests/kselftest/%.c,$(BUILD)/tests/kselftest/%,$(KSFT_SRCS))
@@ -70,18 +84,19 @@ BENCH := $(BUILD)/bin/vtpu-bench
 BENCH_SRCS := $(wildcard tools/bench/*.c)
 
 .PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
-	bench fuzz
+	bench fuzz install e2e
 
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
 HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
 
-all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ)
+all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO) \
+	$(BUILD)/lib/vtpu.pc
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
-		$(LIBCC) $(LIBEXEC)
+		$(LIBVTPU)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -o $@ $< \
-		$(LIBCC) $(LIBEXEC) -lxxhash -lpthread -lm
+		$(LIBVTPU) $(RT_LIBS)
 
 # libFuzzer target for the HLO parser (clang); `make fuzz` runs it.
 $(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS)
@@ -97,21 +112,22 @@ fuzz: $(HLO_FUZZ)
 		-max_total_time=$${FUZZ_SECONDS:-60} -artifact_prefix=$(BUILD)/ \
 		$(BUILD)/fuzz-corpus tests/fuzz/hlo_corpus
 
-$(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBRT) $(LIBEXEC) $(LIBCC) \
+$(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		$(TEST_HDRS) $(KSFT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
-		-Icompiler/include \
+		-Icompiler/include -Iruntime/include \
 		-Itests/kselftest -Itools/bench -isystem $(KSFT_DIR) \
-		-o $@ $(BENCH_SRCS) $(LIBRT) $(LIBCC) \
-		$(LIBEXEC) $(USER_LIBS) -luring -lopenblas -lxxhash -lpthread -lm
+		-o $@ $(BENCH_SRCS) $(LIBVTPU) $(RT_LIBS) -lopenblas
 
 # Benchmarks print one figure a line; the device suites run in the VM.
 bench: module $(BENCH)
 	@$(BENCH) compile
 	@OPENBLAS_NUM_THREADS=1 $(BENCH) exec
+	@VTPU_BACKEND=host $(BENCH) runtime
 	@tools/vm/run.sh --build $(BUILD) --module $(CURDIR)/$(MODULE) \
-		--params "$(VM_PARAMS)" --timeout 900 -- $(BENCH) submit
+		--params "$(VM_PARAMS)" --timeout 900 -- sh -c \
+		'$(BENCH) submit && VTPU_BACKEND=accel $(BENCH) runtime'
 
 # The config file records what tools/deps.sh resolved; make remakes it
 # (installing what is missing) when it is absent or the script changed.
@@ -125,7 +141,27 @@ module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/driver CONFIG_DRM_ACCEL_VTPU=m \
 		KCFLAGS="-Werror" W=1 modules
 
-tests: $(KSFT_BINS) $(UNIT_BINS)
+tests: $(KSFT_BINS) $(UNIT_BINS) $(E2E_BINS) $(EXAMPLE)
+
+$(BUILD)/tests/e2e/%: tests/e2e/%.c $(TEST_HDRS) $(LIBVTPU)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Iruntime/include -Icompiler/include -Itests/common \
+		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU) $(RT_LIBS)
+
+$(BUILD)/include/vtpu/vtpu.h: runtime/include/vtpu.h compiler/include/vtpu_compiler.h
+	@mkdir -p $(@D)
+	cp runtime/include/vtpu.h compiler/include/vtpu_compiler.h $(@D)/
+
+$(BUILD)/examples/readme_mlp.c: README.md
+	@mkdir -p $(@D)
+	awk '/<!-- example: mlp -->/ { on = 1; next } on && /^```c/ { next } \
+	     on && /^```/ { exit } on { print }' $< > $@
+	@test -s $@ || { echo "README.md lost its example"; exit 1; }
+
+# Built as an application would: installed header, shared library.
+$(EXAMPLE): $(BUILD)/examples/readme_mlp.c $(BUILD)/include/vtpu/vtpu.h $(LIBVTPU_SO)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(BUILD)/include -o $@ $< \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lvtpu
 
 $(BUILD)/obj/%.o: driver/%.c $(EXEC_HDRS)
 	@mkdir -p $(@D)
@@ -135,13 +171,46 @@ $(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(EXEC_CFLAGS) $(SAN) -c -o $@ $<
 
-$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) uapi/drm/vtpu_accel.h
+$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Iruntime -c -o $@ $<
+	$(CC) $(RT_CFLAGS) -c -o $@ $<
 
-$(LIBRT): $(RT_OBJS)
+$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h
+	@mkdir -p $(@D)
+	$(CC) $(RT_CFLAGS) $(SAN) -c -o $@ $<
+
+$(LIBVTPU): $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+
+$(LIBVTPU_SAN): $(RT_SAN_OBJS) $(CC_SAN_OBJS) $(EXEC_SAN_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBVTPU_SO): $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) runtime/libvtpu.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libvtpu.so.0 \
+		-Wl,--version-script=runtime/libvtpu.map -Wl,--no-undefined \
+		-o $@ $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) $(RT_LIBS)
+	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so.0
+	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so
+
+$(BUILD)/lib/vtpu.pc: runtime/vtpu.pc.in
+	@mkdir -p $(@D)
+	sed 's|@PREFIX@|$(PREFIX)|' $< > $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]
+install: $(LIBVTPU) $(LIBVTPU_SO) $(BUILD)/lib/vtpu.pc $(COMPILE_TOOL)
+	install -d $(DESTDIR)$(PREFIX)/include/vtpu $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/bin
+	install -m 644 runtime/include/vtpu.h compiler/include/vtpu_compiler.h \
+		$(DESTDIR)$(PREFIX)/include/vtpu/
+	install -m 644 $(LIBVTPU) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBVTPU_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libvtpu.so.0.1 $(DESTDIR)$(PREFIX)/lib/libvtpu.so.0
+	ln -sf libvtpu.so.0.1 $(DESTDIR)$(PREFIX)/lib/libvtpu.so
+	install -m 644 $(BUILD)/lib/vtpu.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(COMPILE_TOOL) $(DESTDIR)$(PREFIX)/bin/
 
 $(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS)
 	@mkdir -p $(@D)
@@ -168,22 +237,25 @@ $(LIBEXEC_SAN): $(EXEC_SAN_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
-		uapi/drm/vtpu_accel.h $(LIBEXEC) $(LIBRT)
+		uapi/drm/vtpu_accel.h $(LIBVTPU)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
-		-isystem $(KSFT_DIR) -o $@ $< $(LIBRT) $(LIBEXEC) $(USER_LIBS) \
-		-luring -lpthread
+		-Iruntime/include -Icompiler/include -Icompiler \
+		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU) $(RT_LIBS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
-		$(LIBEXEC_SAN) $(LIBCC_SAN)
+		$(LIBVTPU_SAN)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
-		-Icompiler/include -Icompiler -isystem $(KSFT_DIR) -o $@ $< \
-		$(LIBCC_SAN) $(LIBEXEC_SAN) $(USER_LIBS) -lxxhash -lpthread -lm
+		-Icompiler/include -Icompiler -Iruntime -Iruntime/include \
+		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU_SAN) $(RT_LIBS)
 
 # Each suite prints "<suite>: N passed, N failed, N skipped".
 checkpatch:
 	@tools/checkpatch.sh $(CHECKPATCH)
+
+e2e: module $(E2E_BINS) $(EXAMPLE)
+	@tools/e2e.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
 
 unit: $(UNIT_BINS)
 	@tools/run-unit.sh $(BUILD)/tests/unit

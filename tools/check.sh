@@ -22,7 +22,7 @@ if ! make -s BUILD="$build" all > "$logs/build.log" 2>&1; then
 	exit 1
 fi
 
-suites=(checkpatch unit kselftest)
+suites=(checkpatch unit kselftest e2e)
 summary=()
 tp=0 tf=0 ts=0
 for s in "${suites[@]}"; do

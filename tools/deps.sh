@@ -24,7 +24,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 pkgs_base=(build-essential bc bison flex libelf-dev kmod xz-utils cpio
 	   pkg-config busybox-static qemu-system-x86 liburing-dev libdrm-dev
-	   perl libopenblas-dev libxxhash-dev clang)
+	   perl libopenblas-dev libxxhash-dev clang libyajl-dev)
 
 have_pkg() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'

@@ -32,6 +32,7 @@ static inline double bench_median(double *v, int n)
 
 int bench_compile(int argc, char **argv);
 int bench_exec(int argc, char **argv);
+int bench_runtime(int argc, char **argv);
 int bench_submit(int argc, char **argv);
 
 #endif /* VTPU_BENCH_H */

@@ -20,6 +20,8 @@ static const struct {
 	  "     compile time cold vs cached, planner peak vs lower bound" },
 	{ "exec", bench_exec,
 	  "        executor f32 matmul vs OpenBLAS sgemm, one thread" },
+	{ "runtime", bench_runtime,
+	  "     libvtpu overhead per execution of a tiny graph" },
 	{ "submit", bench_submit,
 	  "[JOBS]  job submission: ioctl vs io_uring batches (needs a device)" },
 };

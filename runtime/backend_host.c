@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * backend_host.c - the in-process backend: the same validator and
+ * executor vtpu.ko runs, on buffers from calloc().
+ *
+ * Each "hostN" device mirrors what the driver exposes: an HBM budget
+ * (only counted: there is no device address space to fragment, so the
+ * largest free range is the free total), a backing store for what does
+ * not fit, one VMEM and a core count. Jobs run synchronously inside
+ * submit(), one at a time per device (the VMEM is shared), so wait()
+ * never has anything left to do.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <drm/vtpu_accel.h>
+
+#include "rt.h"
+#include "vtpu_exec.h"
+
+#define HOST_DEF_HBM	(256ULL << 20)
+#define HOST_DEF_VMEM	(1ULL << 20)
+#define HOST_DEF_CORES	2
+/* The driver refuses buffers above max(HBM, its backing-store limit). */
+#define HOST_MAX_BO	(16ULL << 30)
+/* Instructions per executor call: the executor needs no preemption here. */
+#define HOST_STEP	4096
+
+struct rt_bo {
+	void *mem;
+	uint64_t size;		/* page aligned, as the driver rounds it */
+	enum vtpu_placement placed;
+};
+
+struct host_dev {
+	pthread_mutex_t mem_lock;	/* protects the three counters */
+	uint64_t hbm_total, hbm_used, host_bytes;
+	uint64_t page;
+	/* One VMEM for the device: jobs run one at a time under exec_lock. */
+	pthread_mutex_t exec_lock;
+	uint8_t *vmem;
+	uint64_t vmem_size;
+	int cores;
+};
+
+static struct host_dev *host_dev(struct vtpu_device *d)
+{
+	return d->priv;
+}
+
+static void host_dev_free(struct host_dev *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_destroy(&h->mem_lock);
+	pthread_mutex_destroy(&h->exec_lock);
+	free(h->vmem);
+	free(h);
+}
+
+static void host_close(struct vtpu_client *c)
+{
+	int i;
+
+	/* The devices themselves are the front end's (rt_device_alloc). */
+	for (i = 0; i < c->ndevices; i++) {
+		if (!c->devices[i])
+			continue;
+		host_dev_free(c->devices[i]->priv);
+		c->devices[i]->priv = NULL;
+	}
+}
+
+static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
+{
+	int ndev = o->host_devices > 0 ? o->host_devices : 1;
+	int cores = o->host_cores > 0 ? o->host_cores : HOST_DEF_CORES;
+	uint64_t hbm = o->host_hbm_size ? o->host_hbm_size : HOST_DEF_HBM;
+	uint64_t vmem = o->host_vmem_size ? o->host_vmem_size : HOST_DEF_VMEM;
+	long page = sysconf(_SC_PAGESIZE);
+	int i;
+
+	if (ndev > RT_MAX_DEVICES)
+		return rt_set_error(c, EINVAL,
+				    "host backend: %d devices asked, at most %d",
+				    ndev, RT_MAX_DEVICES);
+	/* VMEM addresses are 32-bit in the ISA. */
+	if (vmem > UINT32_MAX)
+		return rt_set_error(c, EINVAL,
+				    "host backend: VMEM of %llu bytes exceeds 4 GiB",
+				    (unsigned long long)vmem);
+	if (page <= 0)
+		page = 4096;
+
+	for (i = 0; i < ndev; i++) {
+		struct vtpu_device *d;
+		struct host_dev *h;
+		char name[32];
+
+		snprintf(name, sizeof(name), "host%d", i);
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			goto nomem;
+		h->vmem = calloc(1, vmem);
+		if (!h->vmem) {
+			free(h);
+			goto nomem;
+		}
+		pthread_mutex_init(&h->mem_lock, NULL);
+		pthread_mutex_init(&h->exec_lock, NULL);
+		h->hbm_total = hbm;
+		h->vmem_size = vmem;
+		h->cores = cores;
+		h->page = (uint64_t)page;
+
+		d = rt_device_alloc(c, name);
+		if (!d) {
+			host_dev_free(h);
+			goto nomem;
+		}
+		/*
+		 * Whether rt_device_alloc() registers the device itself or
+		 * leaves that to us, it ends up listed exactly once.
+		 */
+		if (c->ndevices == 0 || c->devices[c->ndevices - 1] != d)
+			c->devices[c->ndevices++] = d;
+		d->client = c;
+		d->index = c->ndevices - 1;
+		snprintf(d->name, sizeof(d->name), "%s", name);
+		d->priv = h;
+		d->vmem_size = vmem;
+		d->cores = cores;
+	}
+	return 0;
+
+nomem:
+	host_close(c);
+	return rt_set_error(c, ENOMEM, "host backend: out of memory opening device %d",
+			    i);
+}
+
+static int host_query(struct vtpu_device *d, struct vtpu_device_info *out)
+{
+	struct host_dev *h = host_dev(d);
+
+	out->index = d->index;
+	snprintf(out->name, sizeof(out->name), "%s", d->name);
+	out->cores = h->cores;
+	out->vmem_size = h->vmem_size;
+	pthread_mutex_lock(&h->mem_lock);
+	out->hbm_total = h->hbm_total;
+	out->hbm_free = h->hbm_total - h->hbm_used;
+	/* Counted, not laid out: nothing fragments. */
+	out->hbm_largest_free = out->hbm_free;
+	out->host_bytes = h->host_bytes;
+	pthread_mutex_unlock(&h->mem_lock);
+	return 0;
+}
+
+static int host_bo_create(struct vtpu_device *d, uint64_t size,
+			  enum vtpu_placement p, struct rt_bo **out,
+			  enum vtpu_placement *placed)
+{
+	struct host_dev *h = host_dev(d);
+	const struct vtpu_client *c = d->client;
+	enum vtpu_placement where;
+	struct rt_bo *bo;
+	uint64_t max = h->hbm_total > HOST_MAX_BO ? h->hbm_total : HOST_MAX_BO;
+
+	if (p != VTPU_PLACE_AUTO && p != VTPU_PLACE_HBM && p != VTPU_PLACE_HOST)
+		return rt_set_error(c, EINVAL, "%s: unknown placement %d",
+				    d->name, (int)p);
+	if (!size)
+		return rt_set_error(c, EINVAL, "%s: buffer of 0 bytes", d->name);
+	if (size > max)
+		return rt_set_error(c, E2BIG, "%s: buffer of %llu bytes, at most %llu",
+				    d->name, (unsigned long long)size,
+				    (unsigned long long)max);
+	/* Like the driver: whole pages, counted whole. No overflow: max. */
+	size = (size + h->page - 1) & ~(h->page - 1);
+
+	bo = calloc(1, sizeof(*bo));
+	if (!bo)
+		return rt_set_error(c, ENOMEM, "%s: out of memory", d->name);
+
+	/* Reserve first, allocate outside the lock, give back on failure. */
+	pthread_mutex_lock(&h->mem_lock);
+	if (p != VTPU_PLACE_HOST && size <= h->hbm_total - h->hbm_used) {
+		h->hbm_used += size;
+		where = VTPU_PLACE_HBM;
+	} else if (p == VTPU_PLACE_HBM) {
+		uint64_t left = h->hbm_total - h->hbm_used;
+
+		pthread_mutex_unlock(&h->mem_lock);
+		free(bo);
+		return rt_set_error(c, ENOSPC,
+				    "%s: %llu bytes of HBM asked, %llu free",
+				    d->name, (unsigned long long)size,
+				    (unsigned long long)left);
+	} else {
+		h->host_bytes += size;
+		where = VTPU_PLACE_HOST;
+	}
+	pthread_mutex_unlock(&h->mem_lock);
+
+	bo->mem = calloc(1, size);	/* buffers read as zeros */
+	if (!bo->mem) {
+		pthread_mutex_lock(&h->mem_lock);
+		if (where == VTPU_PLACE_HBM)
+			h->hbm_used -= size;
+		else
+			h->host_bytes -= size;
+		pthread_mutex_unlock(&h->mem_lock);
+		free(bo);
+		return rt_set_error(c, ENOMEM, "%s: out of memory for %llu bytes",
+				    d->name, (unsigned long long)size);
+	}
+	bo->size = size;
+	bo->placed = where;
+	*out = bo;
+	if (placed)
+		*placed = where;
+	return 0;
+}
+
+static void host_bo_destroy(struct vtpu_device *d, struct rt_bo *bo)
+{
+	struct host_dev *h = host_dev(d);
+
+	if (!bo)
+		return;
+	pthread_mutex_lock(&h->mem_lock);
+	if (bo->placed == VTPU_PLACE_HBM)
+		h->hbm_used -= bo->size;
+	else
+		h->host_bytes -= bo->size;
+	pthread_mutex_unlock(&h->mem_lock);
+	free(bo->mem);
+	free(bo);
+}
+
+static void *host_bo_map(struct vtpu_device *d, struct rt_bo *bo)
+{
+	(void)d;
+	return bo->mem;
+}
+
+struct host_trace {
+	struct drm_vtpu_profile *p;
+	uint32_t cap;		/* records the profile buffer holds */
+};
+
+/*
+ * The executor's TRACE hook: one timestamped record per TRACE, as the
+ * driver's vtpu_core_trace() writes them.
+ */
+static void host_trace(void *arg, u32 id)
+{
+	struct host_trace *t = arg;
+	struct drm_vtpu_profile *p = t->p;
+
+	if (!p || p->trace_count >= t->cap)
+		return;
+	p->trace[p->trace_count].id = id;
+	p->trace[p->trace_count].pad = 0;
+	p->trace[p->trace_count].timestamp = rt_now_ns();
+	p->trace_count++;
+}
+
+/*
+ * Checks and runs one job the way SUBMIT and a core would. Returns the
+ * job's status. Like the driver, it fills the profile only for a job that
+ * passed the checks: a rejected SUBMIT writes nothing.
+ */
+static int host_run(struct vtpu_device *d, struct rt_job *job)
+{
+	struct host_dev *h = host_dev(d);
+	struct vtpu_binding_desc desc[DRM_VTPU_MAX_BINDINGS];
+	struct vtpu_exec_binding eb[DRM_VTPU_MAX_BINDINGS];
+	struct drm_vtpu_profile *prof = NULL;
+	struct host_trace tr = { 0 };
+	struct vtpu_prog_error perr;
+	struct vtpu_prog_info info;
+	struct vtpu_exec e;
+	uint64_t start, end;
+	void *prog;
+	int i, ret;
+
+	if (job->nbind < 0 || job->nbind > DRM_VTPU_MAX_BINDINGS)
+		return -E2BIG;
+	if (!job->prog_bo || !job->prog_size ||
+	    job->prog_size > job->prog_bo->size)
+		return -EINVAL;
+	for (i = 0; i < job->nbind; i++) {
+		uint32_t f = job->bind_flags[i];
+
+		if (!job->bind[i])
+			return -ENOENT;
+		if (!f || (f & ~(DRM_VTPU_BIND_READ | DRM_VTPU_BIND_WRITE)))
+			return -EINVAL;
+		if (!job->bind_size[i] || job->bind_size[i] > job->bind[i]->size)
+			return -EINVAL;
+		desc[i].size = job->bind_size[i];
+		desc[i].access = (f & DRM_VTPU_BIND_READ ? VTPU_ACCESS_READ : 0) |
+				 (f & DRM_VTPU_BIND_WRITE ? VTPU_ACCESS_WRITE : 0);
+		eb[i].data = job->bind[i]->mem;
+		eb[i].size = job->bind_size[i];
+	}
+
+	/*
+	 * Validate and run a private copy, as the driver does: a thread
+	 * rewriting the program buffer meanwhile must not make the executor
+	 * run something the validator never saw.
+	 */
+	prog = malloc(job->prog_size);
+	if (!prog)
+		return -ENOMEM;
+	memcpy(prog, job->prog_bo->mem, job->prog_size);
+	ret = vtpu_prog_validate(prog, job->prog_size, desc, (u32)job->nbind,
+				 h->vmem_size, &info, &perr);
+	if (ret)
+		goto out;
+
+	if (job->profile_bo) {
+		uint64_t need = sizeof(*prof) +
+			(uint64_t)info.trace_count * sizeof(prof->trace[0]);
+		uint64_t have = job->profile_size ? job->profile_size :
+			job->profile_bo->size;
+
+		if (have > job->profile_bo->size)
+			have = job->profile_bo->size;
+		if (need > have) {
+			ret = -EINVAL;	/* SUBMIT: a too small profile buffer */
+			goto out;
+		}
+		prof = job->profile_bo->mem;
+		memset(prof, 0, sizeof(*prof));
+		prof->queued = job->submit_ns;
+		prof->flops = info.flops;
+		prof->dma_bytes = info.dma_bytes;
+		tr.p = prof;
+		tr.cap = info.trace_count;
+	}
+
+	pthread_mutex_lock(&h->exec_lock);
+	/* No data may pass from one job to the next through VMEM. */
+	memset(h->vmem, 0, info.vmem_size);
+	vtpu_exec_init(&e, &info, eb, h->vmem);
+	e.trace = host_trace;
+	e.trace_arg = &tr;
+	start = rt_now_ns();
+	while (!vtpu_exec_step(&e, HOST_STEP))
+		;
+	end = rt_now_ns();
+	pthread_mutex_unlock(&h->exec_lock);
+
+	job->device_ns = end - start;
+	if (prof) {
+		prof->start = start;
+		prof->end = end;
+		prof->insns = e.insns;
+		prof->core = 0;		/* one VMEM: everything runs as core 0 */
+		prof->status = 0;
+	}
+	ret = 0;
+out:
+	free(prog);
+	return ret;
+}
+
+static int host_submit(struct vtpu_device *d, struct rt_job **jobs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rt_job *job = jobs[i];
+
+		if (!job->submit_ns)
+			job->submit_ns = rt_now_ns();
+		job->device_ns = 0;
+		job->status = host_run(d, job);
+		job->done_ns = rt_now_ns();
+		rt_job_done(job);
+	}
+	return 0;
+}
+
+static int host_wait(struct vtpu_device *d, struct rt_job *job,
+		     int64_t timeout_ns)
+{
+	/* submit() ran the job to its end before returning. */
+	(void)d;
+	(void)job;
+	(void)timeout_ns;
+	return 0;
+}
+
+const struct rt_backend_ops rt_backend_host = {
+	.name = "host",
+	.open = host_open,
+	.close = host_close,
+	.query = host_query,
+	.bo_create = host_bo_create,
+	.bo_destroy = host_bo_destroy,
+	.bo_map = host_bo_map,
+	.submit = host_submit,
+	.wait = host_wait,
+};

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * executable.c - compiled programs. Every graph goes through the one
+ * cached path, vtpu_compile() with the client's cache, so the same graph
+ * compiled twice (by any frontend) is a cache hit.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* The shapes come from the program's binding table, in index order. */
+static int fill_shapes(struct vtpu_client *c, struct vtpu_executable *e)
+{
+	const struct vtpu_program *p = e->prog;
+	int i;
+
+	if (p->nparams > RT_MAX_BINDINGS || p->noutputs > RT_MAX_BINDINGS ||
+	    p->nbindings > RT_MAX_BINDINGS)
+		return rt_set_error(c, E2BIG,
+				    "program has %d bindings; the runtime takes %d",
+				    p->nbindings, RT_MAX_BINDINGS);
+	e->nin = p->nparams;
+	e->nout = p->noutputs;
+	for (i = 0; i < p->nbindings; i++) {
+		const struct vtpu_binding_info *b = &p->bindings[i];
+
+		if (b->role == VTPU_BIND_SCRATCH)
+			continue;
+		if (b->index < 0 ||
+		    b->index >= (b->role == VTPU_BIND_PARAM ? e->nin : e->nout))
+			return rt_set_error(c, EINVAL,
+					    "program binding %d has bad index %d",
+					    i, b->index);
+		if (b->role == VTPU_BIND_PARAM)
+			e->in_shape[b->index] = b->shape;
+		else
+			e->out_shape[b->index] = b->shape;
+	}
+	return 0;
+}
+
+/* RT_EV_COMPILE: value[0] 1 on a cache hit, [1] code bytes. */
+static void compile_event(struct vtpu_client *c, const struct vtpu_program *p,
+			  uint64_t start, bool hit)
+{
+	struct rt_event ev = {
+		.kind = RT_EV_COMPILE, .device = -1, .core = -1,
+		.ts_ns = start, .dur_ns = rt_now_ns() - start,
+		.value = { hit, p->size },
+	};
+
+	rt_profile_event(c, &ev);
+}
+
+int vtpu_executable_compile(struct vtpu_client *c,
+			    const struct vtpu_graph *g,
+			    struct vtpu_executable **out_exe)
+{
+	struct vtpu_compile_options opts = { .cache = c->cache };
+	struct vtpu_cache_stats before, after;
+	struct vtpu_executable *e;
+	uint64_t start = rt_now_ns();
+	char err[256] = "";
+	int ret;
+
+	*out_exe = NULL;
+	if (!g)
+		return rt_set_error(c, EINVAL, "compile: no graph");
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return rt_set_error(c, ENOMEM, "out of memory");
+	vtpu_cache_stats(c->cache, &before);
+	ret = vtpu_compile(g, &c->params, &opts, &e->prog, err, sizeof(err));
+	if (ret) {
+		free(e);
+		return rt_set_error(c, -ret, "compile: %s",
+				    *err ? err : strerror(-ret));
+	}
+	vtpu_cache_stats(c->cache, &after);
+	e->client = c;
+	pthread_mutex_init(&e->lock, NULL);
+	ret = fill_shapes(c, e);
+	if (ret) {
+		vtpu_executable_destroy(e);
+		return ret;
+	}
+	/* Other threads may compile at once: this is a hint, not a proof. */
+	compile_event(c, e->prog, start, after.hits > before.hits);
+	*out_exe = e;
+	return 0;
+}
+
+int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
+				size_t len, struct vtpu_executable **out_exe)
+{
+	struct vtpu_graph *g;
+	char err[256] = "";
+	int ret;
+
+	*out_exe = NULL;
+	if (!text)
+		return rt_set_error(c, EINVAL, "hlo: no text");
+	ret = vtpu_hlo_parse(text, len, &g, err, sizeof(err));
+	if (ret)
+		/* err starts with LINE:COL */
+		return rt_set_error(c, -ret, "hlo:%s", *err ? err : strerror(-ret));
+	ret = vtpu_executable_compile(c, g, out_exe);
+	vtpu_graph_free(g);
+	return ret;
+}
+
+void vtpu_executable_destroy(struct vtpu_executable *e)
+{
+	int i;
+
+	if (!e)
+		return;
+	for (i = 0; i < RT_MAX_DEVICES; i++)
+		vtpu_buffer_destroy(e->prog_buf[i]);
+	vtpu_program_free(e->prog);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+int vtpu_executable_cost(const struct vtpu_executable *e,
+			 struct vtpu_cost *out)
+{
+	if (!e)
+		return -EINVAL;
+	*out = e->prog->cost;
+	return 0;
+}
+
+int vtpu_executable_num_inputs(const struct vtpu_executable *e)
+{
+	return e ? e->nin : -EINVAL;
+}
+
+int vtpu_executable_num_outputs(const struct vtpu_executable *e)
+{
+	return e ? e->nout : -EINVAL;
+}
+
+int vtpu_executable_input_shape(const struct vtpu_executable *e, int i,
+				struct vtpu_shape *out)
+{
+	if (!e || i < 0 || i >= e->nin)
+		return e ? rt_set_error(e->client, EINVAL,
+					"no input %d (the program has %d)",
+					i, e->nin) : -EINVAL;
+	*out = e->in_shape[i];
+	return 0;
+}
+
+int vtpu_executable_output_shape(const struct vtpu_executable *e, int i,
+				 struct vtpu_shape *out)
+{
+	if (!e || i < 0 || i >= e->nout)
+		return e ? rt_set_error(e->client, EINVAL,
+					"no output %d (the program has %d)",
+					i, e->nout) : -EINVAL;
+	*out = e->out_shape[i];
+	return 0;
+}

@@ -1,0 +1,688 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * execute.c - running executables: check the call, pick the device,
+ * admit the run, reserve scratch, submit, and on completion apply the
+ * retry policy, release, profile and count.
+ *
+ * A run is an event that owns its job. The thread that waits on the
+ * event drives it: it reaps the job through ops->wait and performs any
+ * retry there, so no work happens in backend callbacks (job->on_done is
+ * NULL) and a run's memory is always released by the thread that sees
+ * it end. vtpu_execute() is async + wait; a batch submits every run's
+ * first attempt in one ops->submit() per device, then waits each.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <drm/vtpu_accel.h>
+
+#include "rt.h"
+
+/*
+ * Scratch beyond HBM spills to the backing store, up to 4x the HBM and
+ * at most 4 GiB: past that a run would only thrash host memory.
+ */
+#define RT_HOST_SCRATCH_MAX	(4ull << 30)
+#define RT_HOST_SCRATCH_RATIO	4
+/* Room for the job record and (64 KiB - 64) / 16 TRACE records. */
+#define RT_PROFILE_BYTES	(64u << 10)
+
+struct vtpu_event {
+	struct vtpu_client *client;
+	struct vtpu_executable *exe;
+	struct vtpu_device *device;
+	struct vtpu_buffer *in[RT_MAX_BINDINGS];
+	struct vtpu_buffer *out[RT_MAX_BINDINGS];
+	/* held by the current attempt only */
+	struct vtpu_buffer *scratch[RT_MAX_BINDINGS];
+	struct vtpu_buffer *prof;
+	bool on_device;		/* the attempt counts in the device's load */
+	struct rt_job job;
+	uint64_t id;		/* pairs SUBMIT and COMPLETE in a profile */
+	int retries;		/* of this run */
+	pthread_mutex_t lock;	/* Protects the fields below: one driver */
+	bool ended;
+	int status;
+};
+
+/* ---- checking a call ---------------------------------------------------- */
+
+static int check_buffers(struct vtpu_client *c, struct vtpu_executable *e,
+			 struct vtpu_buffer *const *bufs, bool out,
+			 struct vtpu_device **dev)
+{
+	const char *what = out ? "output" : "input";
+	int i, n = out ? e->nout : e->nin;
+
+	if (n && !bufs)
+		return rt_set_error(c, EINVAL, "%d %ss expected, got none",
+				    n, what);
+	for (i = 0; i < e->prog->nbindings; i++) {
+		const struct vtpu_binding_info *bi = &e->prog->bindings[i];
+		struct vtpu_buffer *b;
+
+		if (bi->role != (out ? VTPU_BIND_OUTPUT : VTPU_BIND_PARAM))
+			continue;
+		b = bufs[bi->index];
+		if (!b || b->client != c)
+			return rt_set_error(c, EINVAL, "%s %d: %s", what,
+					    bi->index, b ? "buffer of another client"
+						       : "no buffer");
+		if (b->size < bi->size)
+			return rt_set_error(c, EINVAL,
+					    "%s %d: buffer has %llu bytes, the program needs %llu",
+					    what, bi->index,
+					    (unsigned long long)b->size,
+					    (unsigned long long)bi->size);
+		if (*dev && b->device != *dev)
+			return rt_set_error(c, EINVAL,
+					    "%s %d is on %s, other buffers on %s",
+					    what, bi->index, b->device->name,
+					    (*dev)->name);
+		*dev = b->device;
+	}
+	return 0;
+}
+
+/* The buffers decide the device; with none, the least loaded one. */
+static int check_call(struct vtpu_client *c, struct vtpu_executable *e,
+		      struct vtpu_buffer *const *inputs,
+		      struct vtpu_buffer *const *outputs,
+		      struct vtpu_device **dev)
+{
+	int ret;
+
+	if (!c)
+		return -EINVAL;
+	if (!e || e->client != c)
+		return rt_set_error(c, EINVAL,
+				    "executable not compiled by this client");
+	*dev = NULL;
+	ret = check_buffers(c, e, inputs, false, dev);
+	if (!ret)
+		ret = check_buffers(c, e, outputs, true, dev);
+	if (!ret && !*dev)
+		*dev = rt_pick_device(c);
+	return ret;
+}
+
+static uint64_t scratch_bytes(const struct vtpu_program *p)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < p->nbindings; i++)
+		if (p->bindings[i].role == VTPU_BIND_SCRATCH)
+			n += p->bindings[i].size;
+	return n;
+}
+
+/* Admission control: refuse what can never fit before touching memory. */
+static int admit(struct vtpu_client *c, struct vtpu_executable *e,
+		 struct vtpu_device *d)
+{
+	struct vtpu_device_info info;
+	uint64_t need = scratch_bytes(e->prog), host;
+	int ret;
+
+	memset(&info, 0, sizeof(info));
+	ret = c->ops->query(d, &info);
+	if (ret)
+		return rt_set_error(c, -ret, "%s: query failed", d->name);
+	host = info.hbm_total < RT_HOST_SCRATCH_MAX / RT_HOST_SCRATCH_RATIO ?
+	       info.hbm_total * RT_HOST_SCRATCH_RATIO : RT_HOST_SCRATCH_MAX;
+	if (need > info.hbm_total + host)
+		return rt_set_error(c, E2BIG,
+				    "program needs %llu bytes of scratch; %s has %llu of HBM and %llu of host spill",
+				    (unsigned long long)need, d->name,
+				    (unsigned long long)info.hbm_total,
+				    (unsigned long long)host);
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static uint64_t next_run_id;
+
+static struct vtpu_event *event_new(struct vtpu_client *c,
+				    struct vtpu_executable *e,
+				    struct vtpu_device *d,
+				    struct vtpu_buffer *const *inputs,
+				    struct vtpu_buffer *const *outputs)
+{
+	struct vtpu_event *ev = calloc(1, sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	ev->client = c;
+	ev->exe = e;
+	ev->device = d;
+	if (e->nin)
+		memcpy(ev->in, inputs, e->nin * sizeof(*inputs));
+	if (e->nout)
+		memcpy(ev->out, outputs, e->nout * sizeof(*outputs));
+	pthread_mutex_init(&ev->lock, NULL);
+	pthread_mutex_init(&ev->job.done_lock, NULL);
+	pthread_cond_init(&ev->job.done_cond, NULL);
+	ev->job.ctx = ev;
+	ev->id = __atomic_add_fetch(&next_run_id, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->lock);
+	c->inflight++;
+	pthread_mutex_unlock(&c->lock);
+	return ev;
+}
+
+static void event_free(struct vtpu_event *ev)
+{
+	pthread_cond_destroy(&ev->job.done_cond);
+	pthread_mutex_destroy(&ev->job.done_lock);
+	pthread_mutex_destroy(&ev->lock);
+	free(ev);
+}
+
+/* Checks, admits and makes the event of one run. */
+static int run_new(struct vtpu_client *c, struct vtpu_executable *e,
+		   struct vtpu_buffer *const *inputs,
+		   struct vtpu_buffer *const *outputs, struct vtpu_event **out)
+{
+	struct vtpu_device *d = NULL;
+	int ret;
+
+	*out = NULL;
+	ret = check_call(c, e, inputs, outputs, &d);
+	if (!ret)
+		ret = admit(c, e, d);
+	if (ret)
+		return ret;
+	*out = event_new(c, e, d, inputs, outputs);
+	return *out ? 0 : rt_set_error(c, ENOMEM, "out of memory");
+}
+
+/* ---- one attempt ---------------------------------------------------------- */
+
+/* The test hook: consumes one injected failure, if any is left. */
+static int take_injected(struct vtpu_client *c)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->inject_left > 0) {
+		c->inject_left--;
+		err = c->opts.inject_errno ? c->opts.inject_errno : -EIO;
+	}
+	pthread_mutex_unlock(&c->lock);
+	/* accept the errno either way round */
+	return err > 0 ? -err : err;
+}
+
+/* The program in a buffer on @d, uploaded once per device. */
+static int prog_bo(struct vtpu_event *ev, struct rt_bo **out)
+{
+	struct vtpu_executable *e = ev->exe;
+	struct vtpu_device *d = ev->device;
+	struct vtpu_buffer **pb = &e->prog_buf[d->index];
+	int ret = 0;
+
+	pthread_mutex_lock(&e->lock);
+	if (!*pb) {
+		ret = vtpu_buffer_create(ev->client, d, e->prog->size,
+					 VTPU_PLACE_HOST, pb);
+		if (!ret)
+			ret = vtpu_buffer_upload(*pb, 0, e->prog->binary,
+						 e->prog->size);
+		if (ret) {
+			vtpu_buffer_destroy(*pb);
+			*pb = NULL;
+		}
+	}
+	if (!ret)
+		*out = (*pb)->bo;
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
+static void release_attempt(struct vtpu_event *ev)
+{
+	int i;
+
+	for (i = 0; i < RT_MAX_BINDINGS; i++) {
+		vtpu_buffer_destroy(ev->scratch[i]);
+		ev->scratch[i] = NULL;
+	}
+	vtpu_buffer_destroy(ev->prof);
+	ev->prof = NULL;
+}
+
+static bool profiling(struct vtpu_client *c)
+{
+	bool on;
+
+	pthread_mutex_lock(&c->lock);
+	on = c->profile != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return on;
+}
+
+/* Bindings in the program's order; scratch reserved for this attempt. */
+static int bind_all(struct vtpu_event *ev)
+{
+	const struct vtpu_program *p = ev->exe->prog;
+	struct rt_job *job = &ev->job;
+	int i, ret;
+
+	for (i = 0; i < p->nbindings; i++) {
+		const struct vtpu_binding_info *bi = &p->bindings[i];
+
+		job->bind_size[i] = bi->size;
+		if (bi->role == VTPU_BIND_PARAM) {
+			job->bind[i] = ev->in[bi->index]->bo;
+			job->bind_flags[i] = DRM_VTPU_BIND_READ;
+			continue;
+		}
+		if (bi->role == VTPU_BIND_OUTPUT) {
+			job->bind[i] = ev->out[bi->index]->bo;
+			job->bind_flags[i] = DRM_VTPU_BIND_WRITE;
+			continue;
+		}
+		/* AUTO: a full HBM spills to the backing store */
+		ret = vtpu_buffer_create(ev->client, ev->device,
+					 bi->size ? bi->size : 1,
+					 VTPU_PLACE_AUTO, &ev->scratch[i]);
+		if (ret)
+			return ret;
+		job->bind[i] = ev->scratch[i]->bo;
+		job->bind_flags[i] = DRM_VTPU_BIND_READ | DRM_VTPU_BIND_WRITE;
+	}
+	job->nbind = p->nbindings;
+	return 0;
+}
+
+static int profile_buffer(struct vtpu_event *ev)
+{
+	int ret;
+
+	if (!profiling(ev->client))
+		return 0;
+	ret = vtpu_buffer_create(ev->client, ev->device, RT_PROFILE_BYTES,
+				 VTPU_PLACE_HOST, &ev->prof);
+	if (ret)
+		return ret;
+	memset(ev->prof->map, 0, RT_PROFILE_BYTES);
+	ev->job.profile_bo = ev->prof->bo;
+	ev->job.profile_size = RT_PROFILE_BYTES;
+	return 0;
+}
+
+/* Ends the attempt here, without the device: the job carries @err. */
+static void fail_attempt(struct vtpu_event *ev, int err)
+{
+	release_attempt(ev);
+	ev->job.status = err;
+	rt_job_done(&ev->job);
+}
+
+/*
+ * Readies the next attempt. Returns true when its job must be submitted;
+ * false when it already ended (an injected failure, or no memory).
+ */
+/* A fresh job for the next attempt; the lock, condvar and ctx stay. */
+static void reset_job(struct vtpu_event *ev)
+{
+	struct rt_job *job = &ev->job;
+
+	memset(job->bind, 0, sizeof(job->bind));
+	job->device = ev->device;
+	job->exe = ev->exe;
+	job->prog_size = ev->exe->prog->size;
+	job->profile_bo = NULL;
+	job->profile_size = 0;
+	job->status = 0;
+	job->device_ns = 0;
+	job->done = false;
+	job->on_done = NULL;
+	/* submit_jobs() sets it again; this is for attempts ended here */
+	job->submit_ns = rt_now_ns();
+	job->done_ns = 0;
+	ev->on_device = false;
+}
+
+static bool prepare_attempt(struct vtpu_event *ev)
+{
+	struct vtpu_device *d = ev->device;
+	struct rt_job *job = &ev->job;
+	int ret;
+
+	reset_job(ev);
+	ret = take_injected(ev->client);
+	if (!ret)
+		ret = prog_bo(ev, &job->prog_bo);
+	if (!ret)
+		ret = bind_all(ev);
+	if (!ret)
+		ret = profile_buffer(ev);
+	if (ret) {
+		fail_attempt(ev, ret);
+		return false;
+	}
+	ev->on_device = true;
+	__atomic_add_fetch(&d->jobs_in_flight, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* RT_EV_SUBMIT: value[0] the run id, [1] jobs submitted together. */
+static void submit_event(struct rt_job *job, int n)
+{
+	struct vtpu_event *ev = job->ctx;
+	struct rt_event e = {
+		.kind = RT_EV_SUBMIT, .device = job->device->index, .core = -1,
+		.ts_ns = job->submit_ns, .value = { ev->id, (uint64_t)n },
+	};
+
+	rt_profile_event(ev->client, &e);
+}
+
+/* Nothing submitted: every job ends with the backend's errno. */
+static void submit_jobs(struct vtpu_device *d, struct rt_job **jobs, int n)
+{
+	int i, ret;
+
+	if (!n)
+		return;
+	/* before the submit: the job may end (and be reaped) at once */
+	for (i = 0; i < n; i++) {
+		jobs[i]->submit_ns = rt_now_ns();
+		submit_event(jobs[i], n);
+	}
+	ret = d->client->ops->submit(d, jobs, n);
+	for (i = 0; ret && i < n; i++) {
+		jobs[i]->status = ret;
+		rt_job_done(jobs[i]);
+	}
+}
+
+static void start_attempt(struct vtpu_event *ev)
+{
+	struct rt_job *job = &ev->job;
+
+	if (prepare_attempt(ev))
+		submit_jobs(ev->device, &job, 1);
+}
+
+/* ---- completion ----------------------------------------------------------- */
+
+/*
+ * RT_EV_JOB: the device's record; RT_EV_OP: one span per TRACE. The
+ * device's ticks are taken as nanoseconds, what vtpu.ko and the host
+ * backend report (timestamp_unit_ns == 1); rt_job does not carry the
+ * unit.
+ */
+static void profile_records(struct vtpu_event *ev)
+{
+	const struct drm_vtpu_profile *pr = ev->prof->map;
+	uint32_t i, n = pr->trace_count;
+	uint32_t max = (RT_PROFILE_BYTES - sizeof(*pr)) / sizeof(pr->trace[0]);
+	struct rt_event e = {
+		.kind = RT_EV_JOB, .device = ev->device->index,
+		.core = (int)pr->core, .ts_ns = pr->start,
+		.dur_ns = pr->end > pr->start ? pr->end - pr->start : 0,
+		.value = { pr->insns, pr->flops, pr->dma_bytes,
+			   (uint64_t)(int64_t)pr->status },
+	};
+
+	/* a job that never reached a core has no record */
+	if (!pr->start && !pr->end)
+		return;
+	rt_profile_event(ev->client, &e);
+	if (n > max)
+		n = max;
+	for (i = 0; i < n; i++) {
+		uint64_t t = pr->trace[i].timestamp;
+		uint64_t next = i + 1 < n ? pr->trace[i + 1].timestamp : pr->end;
+
+		e.kind = RT_EV_OP;
+		e.ts_ns = t;
+		e.dur_ns = next > t ? next - t : 0;
+		memset(e.value, 0, sizeof(e.value));
+		e.value[0] = pr->trace[i].id;
+		rt_profile_event(ev->client, &e);
+	}
+}
+
+/* The attempt's job ended: give back its load, records and memory. */
+static void end_attempt(struct vtpu_event *ev)
+{
+	struct vtpu_device *d = ev->device;
+	struct rt_job *job = &ev->job;
+	struct rt_event e = {
+		.kind = RT_EV_COMPLETE, .device = d->index, .core = -1,
+		.ts_ns = job->done_ns,
+		.value = { (uint64_t)(int64_t)job->status, ev->id },
+	};
+
+	if (ev->on_device) {
+		uint64_t busy = job->device_ns ? job->device_ns
+					       : job->done_ns - job->submit_ns;
+
+		__atomic_sub_fetch(&d->jobs_in_flight, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&d->jobs_completed, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&d->busy_ns, busy, __ATOMIC_RELAXED);
+		ev->on_device = false;
+		rt_profile_event(ev->client, &e);
+		if (ev->prof)
+			profile_records(ev);
+	}
+	release_attempt(ev);
+}
+
+static bool retryable(int status)
+{
+	return status == -ETIMEDOUT || status == -EBUSY || status == -EAGAIN;
+}
+
+/* The run ended for good: count it and let the client go idle. */
+static void finish_run(struct vtpu_event *ev, int status)
+{
+	struct vtpu_client *c = ev->client;
+	struct rt_job *job = &ev->job;
+
+	ev->ended = true;
+	ev->status = status;
+	pthread_mutex_lock(&c->lock);
+	c->stats.executions++;
+	if (status)
+		c->stats.failures++;
+	else
+		c->exec_ns_sum += (double)(job->done_ns - job->submit_ns);
+	if (!--c->inflight)
+		pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Waits for the current job; -ETIME when @deadline (0: none) passed. */
+static int wait_job(struct vtpu_event *ev, uint64_t deadline)
+{
+	struct rt_job *job = &ev->job;
+
+	for (;;) {
+		int64_t left = -1;
+		bool done;
+		int ret;
+
+		pthread_mutex_lock(&job->done_lock);
+		done = job->done;
+		pthread_mutex_unlock(&job->done_lock);
+		if (done)
+			return 0;
+		if (deadline) {
+			uint64_t now = rt_now_ns();
+
+			left = now < deadline ? (int64_t)(deadline - now) : 0;
+		}
+		ret = ev->client->ops->wait(ev->device, job, left);
+		if (ret && (ret != -ETIME || deadline))
+			return ret;
+	}
+}
+
+/* Carries the run forward to its end, retrying on the way. ev->lock held. */
+static int drive(struct vtpu_event *ev, uint64_t deadline)
+{
+	struct vtpu_client *c = ev->client;
+
+	while (!ev->ended) {
+		int ret = wait_job(ev, deadline);
+		int status;
+
+		if (ret)
+			return ret;
+		end_attempt(ev);
+		status = ev->job.status;
+		if (!retryable(status) || ev->retries >= c->opts.max_retries) {
+			finish_run(ev, status);
+			break;
+		}
+		ev->retries++;
+		pthread_mutex_lock(&c->lock);
+		c->stats.retries++;
+		pthread_mutex_unlock(&c->lock);
+		start_attempt(ev);
+	}
+	return ev->status;
+}
+
+/* A run's final status as the caller sees it, with a message. */
+static int run_result(struct vtpu_event *ev)
+{
+	int st = ev->status;
+
+	if (st)
+		rt_set_error(ev->client, -st,
+			     "execution failed on %s after %d retries: %s",
+			     ev->device->name, ev->retries, strerror(-st));
+	return st;
+}
+
+/* ---- public ---------------------------------------------------------------- */
+
+int vtpu_execute_async(struct vtpu_client *c, struct vtpu_executable *e,
+		       struct vtpu_buffer *const *inputs,
+		       struct vtpu_buffer *const *outputs,
+		       struct vtpu_event **out_event)
+{
+	int ret = run_new(c, e, inputs, outputs, out_event);
+
+	if (!ret)
+		start_attempt(*out_event);
+	return ret;
+}
+
+int vtpu_execute(struct vtpu_client *c, struct vtpu_executable *e,
+		 struct vtpu_buffer *const *inputs,
+		 struct vtpu_buffer *const *outputs)
+{
+	struct vtpu_event *ev;
+	int ret = vtpu_execute_async(c, e, inputs, outputs, &ev);
+
+	if (ret)
+		return ret;
+	ret = vtpu_event_wait(ev, -1);
+	vtpu_event_destroy(ev);
+	return ret;
+}
+
+/* First attempts of a batch: one submit per device for all its jobs. */
+static void submit_batch(struct vtpu_client *c, struct vtpu_event **evs,
+			 int n, struct rt_job **jobs)
+{
+	int di, i, nj;
+
+	/* an attempt that ended here (injected, no memory) is not submitted */
+	for (i = 0; i < n; i++)
+		if (evs[i])
+			prepare_attempt(evs[i]);
+	for (di = 0; di < c->ndevices; di++) {
+		struct vtpu_device *d = c->devices[di];
+
+		for (i = 0, nj = 0; i < n; i++)
+			if (evs[i] && evs[i]->device == d && evs[i]->on_device)
+				jobs[nj++] = &evs[i]->job;
+		submit_jobs(d, jobs, nj);
+	}
+}
+
+int vtpu_execute_batch(struct vtpu_client *c, struct vtpu_run *runs, int n)
+{
+	struct vtpu_event **evs;
+	struct rt_job **jobs;
+	int i, first = 0;
+
+	if (n < 0 || (n && !runs))
+		return rt_set_error(c, EINVAL, "batch: bad run count %d", n);
+	evs = calloc(n ? n : 1, sizeof(*evs));
+	jobs = calloc(n ? n : 1, sizeof(*jobs));
+	if (!evs || !jobs) {
+		free(evs);
+		free(jobs);
+		return rt_set_error(c, ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+		runs[i].status = run_new(c, runs[i].exe, runs[i].inputs,
+					 runs[i].outputs, &evs[i]);
+	submit_batch(c, evs, n, jobs);
+	for (i = 0; i < n; i++) {
+		if (evs[i]) {
+			runs[i].status = vtpu_event_wait(evs[i], -1);
+			vtpu_event_destroy(evs[i]);
+		}
+		if (runs[i].status && !first)
+			first = runs[i].status;
+	}
+	free(jobs);
+	free(evs);
+	return first;
+}
+
+int vtpu_event_wait(struct vtpu_event *ev, int64_t timeout_ns)
+{
+	uint64_t deadline = 0;
+	int ret;
+
+	if (timeout_ns >= 0)
+		deadline = rt_now_ns() + (uint64_t)timeout_ns + 1;
+	pthread_mutex_lock(&ev->lock);
+	ret = drive(ev, deadline);
+	if (ev->ended)
+		ret = run_result(ev);
+	else
+		ret = rt_set_error(ev->client, -ret, "wait: %s", strerror(-ret));
+	pthread_mutex_unlock(&ev->lock);
+	return ret;
+}
+
+int vtpu_event_done(struct vtpu_event *ev)
+{
+	bool ended;
+
+	/* someone else is driving it: not ended as far as we know */
+	if (pthread_mutex_trylock(&ev->lock))
+		return 0;
+	/* a zero-length wait reaps a finished job and starts any retry */
+	drive(ev, rt_now_ns() + 1);
+	ended = ev->ended;
+	pthread_mutex_unlock(&ev->lock);
+	return ended;
+}
+
+void vtpu_event_destroy(struct vtpu_event *ev)
+{
+	if (!ev)
+		return;
+	pthread_mutex_lock(&ev->lock);
+	while (!ev->ended)
+		drive(ev, 0);
+	pthread_mutex_unlock(&ev->lock);
+	event_free(ev);
+}

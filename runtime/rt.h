@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * rt.h - libvtpu internals, one section per file. The front end
+ * (client.c, buffer.c, executable.c, execute.c, stats.c) implements
+ * vtpu.h on top of a backend (backend_accel.c, backend_host.c) reached
+ * through struct rt_backend_ops, like IREE's HAL drivers.
+ */
+#ifndef VTPU_RT_H
+#define VTPU_RT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vtpu.h"
+
+#define RT_MAX_DEVICES	16
+#define RT_MAX_BINDINGS	64
+
+struct rt_bo;		/* a backend buffer: a GEM BO, or host memory */
+struct rt_job;
+
+/* ---- backends: backend_accel.c, backend_host.c ------------------------- */
+
+struct rt_backend_ops {
+	const char *name;	/* "accel", "host" */
+	/*
+	 * Finds and opens the devices: fills c->devices / c->ndevices
+	 * (allocating each struct vtpu_device with rt_device_alloc()).
+	 * -ENODEV with a message (rt_set_error) when there is none.
+	 */
+	int (*open)(struct vtpu_client *c, const struct vtpu_client_options *o);
+	/* Closes every device; all work has ended and all BOs are freed. */
+	void (*close)(struct vtpu_client *c);
+	/* Live figures: memory, cores, VMEM (not the load counters). */
+	int (*query)(struct vtpu_device *d, struct vtpu_device_info *out);
+	/* @placed: where it landed (HBM or HOST). -ENOSPC: HBM only, full. */
+	int (*bo_create)(struct vtpu_device *d, uint64_t size,
+			 enum vtpu_placement p, struct rt_bo **out,
+			 enum vtpu_placement *placed);
+	void (*bo_destroy)(struct vtpu_device *d, struct rt_bo *bo);
+	/* A CPU mapping of the whole buffer, valid until it is destroyed. */
+	void *(*bo_map)(struct vtpu_device *d, struct rt_bo *bo);
+	/*
+	 * Submits @n jobs together (one io_uring_enter() on accel). Each job
+	 * ends later: the backend sets job->status, job->device_ns and the
+	 * profile, then calls rt_job_done(job). A job that cannot even be
+	 * submitted ends the same way, with its errno. Returns 0, or -errno
+	 * when nothing at all could be submitted (then no job ends).
+	 */
+	int (*submit)(struct vtpu_device *d, struct rt_job **jobs, int n);
+	/*
+	 * Makes progress: reaps completions (calling rt_job_done) until
+	 * @job has ended or @timeout_ns passed (< 0: forever); -ETIME then.
+	 * May be called from several threads at once.
+	 */
+	int (*wait)(struct vtpu_device *d, struct rt_job *job,
+		    int64_t timeout_ns);
+};
+
+extern const struct rt_backend_ops rt_backend_accel;
+extern const struct rt_backend_ops rt_backend_host;
+
+/* ---- objects ----------------------------------------------------------- */
+
+struct vtpu_device {
+	struct vtpu_client *client;
+	int index;
+	char name[32];
+	void *priv;			/* the backend's */
+	uint64_t vmem_size;
+	int cores;
+	/* load, for device selection and statistics */
+	uint64_t jobs_in_flight;	/* atomic */
+	uint64_t jobs_completed;	/* atomic */
+	uint64_t busy_ns;		/* atomic: sum of device times */
+};
+
+struct vtpu_client {
+	const struct rt_backend_ops *ops;
+	struct vtpu_client_options opts;
+	struct vtpu_device *devices[RT_MAX_DEVICES];
+	int ndevices;
+	struct vtpu_cache *cache;
+	struct vtpu_device_params params;	/* for compiling */
+	uint64_t open_ns;
+	pthread_mutex_t lock;		/* protects the fields below */
+	int inject_left;
+	struct vtpu_stats stats;	/* device[] filled on demand */
+	double exec_ns_sum;
+	struct vtpu_profile *profile;	/* the active session, or NULL */
+	uint64_t inflight;		/* runs not yet ended */
+	pthread_cond_t idle;		/* inflight reached 0 */
+};
+
+struct vtpu_buffer {
+	struct vtpu_client *client;
+	struct vtpu_device *device;
+	struct rt_bo *bo;
+	uint64_t size;
+	enum vtpu_placement placed;
+	void *map;
+};
+
+struct vtpu_executable {
+	struct vtpu_client *client;
+	struct vtpu_program *prog;
+	/* the program in a device buffer, per device, made on first use */
+	struct vtpu_buffer *prog_buf[RT_MAX_DEVICES];
+	pthread_mutex_t lock;		/* protects prog_buf */
+	int nin, nout;
+	struct vtpu_shape in_shape[RT_MAX_BINDINGS];
+	struct vtpu_shape out_shape[RT_MAX_BINDINGS];
+};
+
+/*
+ * A job: one program run on one device. Built by execute.c, run by a
+ * backend. The bindings follow the program's binding table.
+ */
+struct rt_job {
+	struct vtpu_device *device;
+	struct vtpu_executable *exe;
+	struct rt_bo *prog_bo;		/* holds exe's program */
+	uint64_t prog_size;
+	int nbind;
+	struct rt_bo *bind[RT_MAX_BINDINGS];
+	uint64_t bind_size[RT_MAX_BINDINGS];
+	uint32_t bind_flags[RT_MAX_BINDINGS];	/* DRM_VTPU_BIND_* */
+	struct rt_bo *profile_bo;	/* receives struct drm_vtpu_profile */
+	uint64_t profile_size;
+	/* results */
+	int status;			/* 0 or -errno */
+	uint64_t device_ns;		/* time on the core, if known */
+	uint64_t submit_ns, done_ns;	/* CLOCK_MONOTONIC */
+	bool done;			/* set (under done_lock) by rt_job_done */
+	pthread_mutex_t done_lock;
+	pthread_cond_t done_cond;
+	void (*on_done)(struct rt_job *job);	/* execute.c's, may be NULL */
+	void *ctx;			/* execute.c's */
+};
+
+/* ---- helpers: client.c ---------------------------------------------------- */
+
+struct vtpu_device *rt_device_alloc(struct vtpu_client *c, const char *name);
+/* Records @fmt as the thread's last error for @c; returns -@err. */
+int rt_set_error(const struct vtpu_client *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+uint64_t rt_now_ns(void);
+/* Marks @job ended: wakes waiters, calls job->on_done. */
+void rt_job_done(struct rt_job *job);
+/* The least loaded device (jobs in flight, then busy time). */
+struct vtpu_device *rt_pick_device(struct vtpu_client *c);
+
+/* ---- profile.c ----------------------------------------------------------- */
+
+enum rt_event_kind {
+	RT_EV_COMPILE,		/* name: cache hit or miss */
+	RT_EV_ALLOC,		/* a buffer: size, placement */
+	RT_EV_FREE,
+	RT_EV_SUBMIT,
+	RT_EV_COMPLETE,
+	RT_EV_JOB,		/* the device's record: core, start, end */
+	RT_EV_OP,		/* a TRACE span on a core */
+	RT_EV_MEMORY,		/* counter: HBM used, fragmentation */
+};
+
+struct rt_event {
+	enum rt_event_kind kind;
+	int device;
+	int core;			/* -1: host side */
+	uint64_t ts_ns, dur_ns;
+	const char *name;		/* static or owned by the session */
+	uint64_t value[4];		/* kind-specific, see profile.c */
+};
+
+/* Appends an event to the client's active session, if any. */
+void rt_profile_event(struct vtpu_client *c, const struct rt_event *ev);
+
+#endif /* VTPU_RT_H */

@@ -141,7 +141,19 @@ module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/driver CONFIG_DRM_ACCEL_VTPU=m \
 		KCFLAGS="-Werror" W=1 modules
 
-tests: $(KSFT_BINS) $(UNIT_BINS) $(E2E_BINS) $(EXAMPLE)
+# The runtime's tests once more under ThreadSanitizer, which wants every
+# object instrumented: built from the sources, not from the libraries.
+TSAN_BIN := $(BUILD)/tests/unit/rt_api_tsan
+
+tests: $(KSFT_BINS) $(UNIT_BINS) $(E2E_BINS) $(EXAMPLE) $(TSAN_BIN)
+
+$(TSAN_BIN): tests/unit/rt_api.c $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) \
+		$(RT_HDRS) $(CC_HDRS) $(EXEC_HDRS) $(TEST_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -O1 -fsanitize=thread -ffp-contract=off \
+		-Idriver -Iruntime/compat -Itests/common -Icompiler/include \
+		-Icompiler -Iruntime -Iruntime/include -isystem $(KSFT_DIR) \
+		-o $@ $< $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) $(RT_LIBS)
 
 $(BUILD)/tests/e2e/%: tests/e2e/%.c $(TEST_HDRS) $(LIBVTPU)
 	@mkdir -p $(@D)

@@ -89,8 +89,7 @@ BENCH_SRCS := $(wildcard tools/bench/*.c)
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
 HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
 
-all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO) \
-	$(BUILD)/lib/vtpu.pc
+all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO)
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 		$(LIBVTPU)
@@ -207,12 +206,8 @@ $(LIBVTPU_SO): $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) runtime/libvtpu.map
 	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so.0
 	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so
 
-$(BUILD)/lib/vtpu.pc: runtime/vtpu.pc.in
-	@mkdir -p $(@D)
-	sed 's|@PREFIX@|$(PREFIX)|' $< > $@
-
 # make install [PREFIX=/usr/local] [DESTDIR=...]
-install: $(LIBVTPU) $(LIBVTPU_SO) $(BUILD)/lib/vtpu.pc $(COMPILE_TOOL)
+install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL)
 	install -d $(DESTDIR)$(PREFIX)/include/vtpu $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/bin
 	install -m 644 runtime/include/vtpu.h compiler/include/vtpu_compiler.h \
@@ -221,7 +216,8 @@ install: $(LIBVTPU) $(LIBVTPU_SO) $(BUILD)/lib/vtpu.pc $(COMPILE_TOOL)
 	install -m 755 $(LIBVTPU_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libvtpu.so.0.1 $(DESTDIR)$(PREFIX)/lib/libvtpu.so.0
 	ln -sf libvtpu.so.0.1 $(DESTDIR)$(PREFIX)/lib/libvtpu.so
-	install -m 644 $(BUILD)/lib/vtpu.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed 's|@PREFIX@|$(PREFIX)|' runtime/vtpu.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/vtpu.pc
 	install -m 755 $(COMPILE_TOOL) $(DESTDIR)$(PREFIX)/bin/
 
 $(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS)

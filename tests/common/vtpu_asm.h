@@ -397,4 +397,33 @@ static inline void *vtpu_asm_finish(struct vtpu_asm *as, size_t *size)
 	return p;
 }
 
+/*
+ * A program that runs for a while, for tests of timeouts, queues and
+ * cancellation: @count accumulating n x n MATMULs, then the result is
+ * stored to binding 0 (written). Every element ends as count * n * 0.5.
+ * malloc'd like vtpu_asm_finish(); NULL on ENOMEM.
+ */
+static inline void *vtpu_prog_spin(unsigned int n, unsigned int count,
+				   size_t *size)
+{
+	uint32_t sz = n * n * 4;
+	struct vtpu_tile a = vtpu_tile_f32(0, n, n, n);
+	struct vtpu_tile b = vtpu_tile_f32(sz, n, n, n);
+	struct vtpu_tile c = vtpu_tile_f32(2 * sz, n, n, n);
+	struct vtpu_asm as;
+	unsigned int i;
+	void *p;
+
+	vtpu_asm_init(&as, 3 * sz, 1);
+	vtpu_asm_fill_f32(&as, a, 1.0f);
+	vtpu_asm_fill_f32(&as, b, 0.5f);
+	for (i = 0; i < count; i++)
+		vtpu_asm_matmul(&as, c, a, b, i ? VTPU_F_ACC : 0);
+	vtpu_asm_dma_store(&as, c, 0, 0, n * 4, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, size);
+	vtpu_asm_free(&as);
+	return p;
+}
+
 #endif /* VTPU_ASM_H */

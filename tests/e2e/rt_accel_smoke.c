@@ -38,33 +38,6 @@ static unsigned long env_ul(const char *name)
 	return s && *s ? strtoul(s, NULL, 0) : 0;
 }
 
-/*
- * A program that runs for a while: @count accumulating n x n MATMULs,
- * then stores the result (binding 0, written). Every element ends as
- * count * n * 0.5.
- */
-static void *prog_spin(unsigned int n, unsigned int count, size_t *size)
-{
-	uint32_t sz = n * n * 4;
-	struct vtpu_tile a = vtpu_tile_f32(0, n, n, n);
-	struct vtpu_tile b = vtpu_tile_f32(sz, n, n, n);
-	struct vtpu_tile c = vtpu_tile_f32(2 * sz, n, n, n);
-	struct vtpu_asm as;
-	unsigned int i;
-	void *p;
-
-	vtpu_asm_init(&as, 3 * sz, 1);
-	vtpu_asm_fill_f32(&as, a, 1.0f);
-	vtpu_asm_fill_f32(&as, b, 0.5f);
-	for (i = 0; i < count; i++)
-		vtpu_asm_matmul(&as, c, a, b, i ? VTPU_F_ACC : 0);
-	vtpu_asm_dma_store(&as, c, 0, 0, n * 4, VTPU_DT_F32);
-	vtpu_asm_end(&as);
-	p = vtpu_asm_finish(&as, size);
-	vtpu_asm_free(&as);
-	return p;
-}
-
 FIXTURE(accel) {
 	struct vtpu_client *c;
 	struct vtpu_device *d;
@@ -282,7 +255,7 @@ TEST_F(accel, wait_timeout)
 	void *p;
 	int ret;
 
-	p = prog_spin(n, count, &size);
+	p = vtpu_prog_spin(n, count, &size);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, ops->bo_create(self->d, size, VTPU_PLACE_HOST, &prog, &pl));
 	memcpy(ops->bo_map(self->d, prog), p, size);

@@ -31,7 +31,18 @@ static void vtpu_device_hbm_fini(struct drm_device *drm, void *unused)
  */
 static int vtpu_device_hbm_init(struct vtpu_device *vdev)
 {
+	u64 ram = (u64)totalram_pages() << PAGE_SHIFT;
+
 	vdev->hbm_size = (u64)vtpu_params.hbm_mib * SZ_1M;
+	/*
+	 * Refuse what the machine cannot hold before vmalloc tries (and
+	 * warns with a stack trace): the administrator asked for too much.
+	 */
+	if (vdev->hbm_size * vtpu_params.num_devices > ram / 2) {
+		drm_err(&vdev->drm, "num_devices=%u x hbm_mib=%u is more than half of the RAM (%llu MiB)\n",
+			vtpu_params.num_devices, vtpu_params.hbm_mib, ram >> 20);
+		return -ENOMEM;
+	}
 	vdev->hbm = vmalloc_user(vdev->hbm_size);
 	if (!vdev->hbm)
 		return -ENOMEM;

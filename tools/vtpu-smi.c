@@ -1,0 +1,831 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * vtpu-smi - lists the vtpu devices, like nvidia-smi: driver version,
+ * cores, HBM and backing-store use, busy % and jobs run per device, and
+ * the module parameters. It talks to the devices directly (DRM_IOCTL_VERSION,
+ * DRM_IOCTL_VTPU_QUERY, sysfs, debugfs) rather than through libvtpu, so it
+ * works without the runtime and never creates a buffer or submits a job.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+#include <drm/vtpu_accel.h>
+#include <yajl/yajl_gen.h>
+
+#define ACCEL_SYSFS	"/sys/class/accel"
+#define ACCEL_DEV	"/dev/accel"
+#define DEBUGFS_ACCEL	"/sys/kernel/debug/accel"
+#define MODULE_PARAMS	"/sys/module/vtpu/parameters"
+
+#define MAX_DEVICES	64	/* the module allows 16 */
+#define MAX_CORES	64	/* the module's num_cores limit */
+#define MAX_PARAMS	32
+
+static const char usage[] =
+"usage: vtpu-smi [OPTIONS]\n"
+"\n"
+"Lists the vtpu devices (/dev/accel/accelN driven by vtpu.ko): driver\n"
+"version, cores, HBM used/total and largest free block, backing store in\n"
+"use, busy % and jobs run, and the module parameters.\n"
+"\n"
+"  -j, --json         print JSON instead of a table\n"
+"  -i, --interval MS  busy % sampling window, 1..60000 ms (default 200)\n"
+"  -v, --verbose      per-core counters; say why a figure is missing\n"
+"  -h, --help         this text\n"
+"\n"
+"Busy % and jobs come from debugfs (/sys/kernel/debug/accel/vtpu.N/cores),\n"
+"which needs root and a mounted debugfs; without it they print \"-\".\n"
+"\n"
+"examples:\n"
+"  vtpu-smi\n"
+"  sudo vtpu-smi --verbose --interval 1000\n"
+"  vtpu-smi --json | jq '.devices[].hbm_used'\n";
+
+struct opts {
+	bool json, verbose;
+	long interval_ms;
+};
+
+/* One core's debugfs counters. */
+struct core_stat {
+	long long jobs, timeouts, busy_ns;
+};
+
+/* One sample of a device's debugfs "cores" file, and when it was taken. */
+struct core_sample {
+	int ncores;
+	long long jobs_alive;
+	uint64_t t_ns;
+	struct core_stat core[MAX_CORES];
+};
+
+struct device {
+	int minor;
+	char node[64];
+	char bus_id[64];	/* the platform device's name, e.g. vtpu.0 */
+	struct drm_vtpu_query q;
+	bool have_query;
+	long long free_blocks;	/* sysfs only; -1 if unreadable */
+	bool have_stats;	/* both debugfs samples were read */
+	char stats_why[160];	/* why not, for --verbose and JSON */
+	struct core_sample s0, s1;
+};
+
+struct driver_version {
+	int major, minor, patch;
+	char date[32], desc[128];
+	bool known;
+};
+
+struct param {
+	char name[64], value[64];
+};
+
+struct state {
+	struct driver_version ver;
+	struct device dev[MAX_DEVICES];
+	int ndev;
+	struct param param[MAX_PARAMS];
+	int nparam;
+	int errors;		/* devices we could not describe */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads a small text file into buf, stripped of its trailing newline. */
+static int read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return 0;
+}
+
+static long long read_sysfs_ll(int minor, const char *attr)
+{
+	char path[128], buf[64];
+	char *end;
+	long long v;
+
+	snprintf(path, sizeof(path), ACCEL_SYSFS "/accel%d/device/%s",
+		 minor, attr);
+	if (read_text(path, buf, sizeof(buf)))
+		return -1;
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	return errno || end == buf ? -1 : v;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The accel minors present, ascending. libdrm's device listing skips
+ * accel nodes, so read the class directory.
+ */
+static int accel_minors(int *out, int max)
+{
+	struct dirent *de;
+	DIR *dir = opendir(ACCEL_SYSFS);
+	int n = 0;
+
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)) && n < max) {
+		char *end;
+		long v;
+
+		if (strncmp(de->d_name, "accel", 5) || !de->d_name[5])
+			continue;
+		v = strtol(de->d_name + 5, &end, 10);
+		if (*end || v < 0 || v > 0xfffff)
+			continue;
+		out[n++] = (int)v;
+	}
+	closedir(dir);
+	qsort(out, (size_t)n, sizeof(*out), cmp_int);
+	return n;
+}
+
+/*
+ * Is this file a vtpu? Other accel drivers (ivpu, habanalabs, ...) share
+ * /dev/accel, so the DRM driver name decides. Records the version, which
+ * is the module's and so the same on every device.
+ */
+static bool is_vtpu(int fd, struct driver_version *ver)
+{
+	drmVersionPtr v = drmGetVersion(fd);
+	bool ok;
+
+	if (!v)
+		return false;
+	ok = v->name && !strcmp(v->name, "vtpu");
+	if (ok && !ver->known) {
+		ver->major = v->version_major;
+		ver->minor = v->version_minor;
+		ver->patch = v->version_patchlevel;
+		snprintf(ver->date, sizeof(ver->date), "%s",
+			 v->date ? v->date : "");
+		snprintf(ver->desc, sizeof(ver->desc), "%s",
+			 v->desc ? v->desc : "");
+		ver->known = true;
+	}
+	drmFreeVersion(v);
+	return ok;
+}
+
+/* The debugfs directory is named after the device (dev->unique). */
+static void read_bus_id(struct device *d)
+{
+	char link[128], target[PATH_MAX];
+	ssize_t n;
+	const char *base;
+
+	snprintf(link, sizeof(link), ACCEL_SYSFS "/accel%d/device", d->minor);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0) {
+		snprintf(d->bus_id, sizeof(d->bus_id), "vtpu.%u",
+			 d->q.device_index);
+		return;
+	}
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	snprintf(d->bus_id, sizeof(d->bus_id), "%.63s",
+		 base ? base + 1 : target);
+}
+
+/*
+ * QUERY failed (an old or broken module): sysfs has the same figures, if
+ * not as one snapshot.
+ */
+static bool query_from_sysfs(struct device *d)
+{
+	long long total = read_sysfs_ll(d->minor, "hbm_total");
+	long long used = read_sysfs_ll(d->minor, "hbm_used");
+	long long largest = read_sysfs_ll(d->minor, "hbm_largest_free");
+	long long host = read_sysfs_ll(d->minor, "host_bytes");
+	long long cores = read_sysfs_ll(d->minor, "cores");
+	long long vmem = read_sysfs_ll(d->minor, "vmem_size");
+
+	if (total < 0 || used < 0 || largest < 0 || host < 0 || cores < 0 ||
+	    vmem < 0)
+		return false;
+	d->q.hbm_total = (uint64_t)total;
+	d->q.hbm_free = (uint64_t)(total - used);
+	d->q.hbm_largest_free = (uint64_t)largest;
+	d->q.host_bytes = (uint64_t)host;
+	d->q.core_count = (uint32_t)cores;
+	d->q.vmem_size = (uint64_t)vmem;
+	return true;
+}
+
+/*
+ * Opens accelN: 1 if it is a vtpu and d is filled, 0 if it is another
+ * driver's, -errno if it cannot be opened or described.
+ */
+static int probe_device(struct state *st, struct device *d, int minor)
+{
+	int fd, err = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->minor = minor;
+	snprintf(d->node, sizeof(d->node), ACCEL_DEV "/accel%d", minor);
+	fd = open(d->node, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!is_vtpu(fd, &st->ver)) {
+		close(fd);
+		return 0;
+	}
+	/* drmIoctl() restarts on EINTR and EAGAIN. */
+	if (drmIoctl(fd, DRM_IOCTL_VTPU_QUERY, &d->q))
+		err = -errno;
+	close(fd);
+	d->have_query = !err;
+	if (err && !query_from_sysfs(d))
+		return err;
+	/* Only sysfs knows how fragmented HBM is. */
+	d->free_blocks = read_sysfs_ll(minor, "hbm_free_blocks");
+	read_bus_id(d);
+	return 1;
+}
+
+static void probe_all(struct state *st)
+{
+	int minors[MAX_DEVICES];
+	int n = accel_minors(minors, MAX_DEVICES);
+
+	for (int i = 0; i < n; i++) {
+		struct device *d = &st->dev[st->ndev];
+		int ret = probe_device(st, d, minors[i]);
+
+		if (ret == 0)
+			continue;
+		if (ret > 0) {
+			st->ndev++;
+			continue;
+		}
+		st->errors++;
+		if (ret == -EACCES || ret == -EPERM)
+			fprintf(stderr, "vtpu-smi: %s: %s (run as root, or join the group owning it: ls -l %s)\n",
+				d->node, strerror(-ret), d->node);
+		else
+			fprintf(stderr, "vtpu-smi: %s: %s (check dmesg for vtpu errors)\n",
+				d->node, strerror(-ret));
+	}
+}
+
+static int cmp_param(const void *a, const void *b)
+{
+	return strcmp(((const struct param *)a)->name,
+		      ((const struct param *)b)->name);
+}
+
+/* Reads every file of /sys/module/vtpu/parameters, sorted by name. */
+static void read_params(struct state *st)
+{
+	DIR *dir = opendir(MODULE_PARAMS);
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir)) && st->nparam < MAX_PARAMS) {
+		struct param *p = &st->param[st->nparam];
+		char path[sizeof(MODULE_PARAMS) + 300];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), MODULE_PARAMS "/%s", de->d_name);
+		snprintf(p->name, sizeof(p->name), "%.63s", de->d_name);
+		if (read_text(path, p->value, sizeof(p->value)))
+			snprintf(p->value, sizeof(p->value), "?");
+		st->nparam++;
+	}
+	closedir(dir);
+	qsort(st->param, (size_t)st->nparam, sizeof(*st->param), cmp_param);
+}
+
+/* A readable reason for a debugfs failure, with what to do about it. */
+static void stats_reason(struct device *d, int err, const char *path)
+{
+	const char *why;
+
+	if (err == -EACCES || err == -EPERM)
+		why = "debugfs is root-only: run vtpu-smi as root";
+	else if (err == -ENOENT && access(DEBUGFS_ACCEL, F_OK))
+		why = "debugfs not mounted: mount -t debugfs none /sys/kernel/debug";
+	else if (err == -EINVAL)
+		why = "unexpected format";
+	else
+		why = strerror(-err);
+	snprintf(d->stats_why, sizeof(d->stats_why), "%s: %s", path, why);
+}
+
+/* Parses one "cores" file: "jobs alive: A", then "core N: jobs J ...". */
+static int parse_cores(FILE *f, struct core_sample *s)
+{
+	char line[256];
+
+	s->ncores = 0;
+	s->jobs_alive = -1;
+	while (fgets(line, sizeof(line), f)) {
+		struct core_stat c;
+		unsigned int idx;
+
+		if (sscanf(line, "jobs alive: %lld", &s->jobs_alive) == 1)
+			continue;
+		if (sscanf(line, "core %u: jobs %lld timeouts %lld busy_ns %lld",
+			   &idx, &c.jobs, &c.timeouts, &c.busy_ns) != 4)
+			continue;
+		if (idx != (unsigned int)s->ncores || idx >= MAX_CORES)
+			return -EINVAL;
+		s->core[s->ncores++] = c;
+	}
+	return s->ncores ? 0 : -EINVAL;
+}
+
+static int sample_cores(struct device *d, struct core_sample *s)
+{
+	char path[160];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), DEBUGFS_ACCEL "/%s/cores", d->bus_id);
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		stats_reason(d, ret, path);
+		return ret;
+	}
+	s->t_ns = mono_ns();
+	ret = parse_cores(f, s);
+	fclose(f);
+	if (ret)
+		stats_reason(d, ret, path);
+	return ret;
+}
+
+/*
+ * Two samples per device, interval_ms apart: busy_ns only grows, so the
+ * difference over the elapsed time is how busy the cores were. One sleep
+ * covers every device.
+ */
+static void sample_all(struct state *st, long interval_ms)
+{
+	bool any = false;
+	struct timespec ts = {
+		.tv_sec = interval_ms / 1000,
+		.tv_nsec = (interval_ms % 1000) * 1000000L,
+	};
+
+	for (int i = 0; i < st->ndev; i++)
+		if (!sample_cores(&st->dev[i], &st->dev[i].s0))
+			any = true;
+	if (!any)
+		return;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	for (int i = 0; i < st->ndev; i++) {
+		struct device *d = &st->dev[i];
+
+		if (d->stats_why[0])
+			continue;
+		if (sample_cores(d, &d->s1))
+			continue;
+		/* Cannot happen while the module stays loaded; be safe. */
+		if (d->s1.ncores != d->s0.ncores) {
+			snprintf(d->stats_why, sizeof(d->stats_why),
+				 "core count changed between samples");
+			continue;
+		}
+		d->have_stats = true;
+	}
+}
+
+/*
+ * Busy % of cores [first, first+n) over the window. The driver adds a
+ * job's time to busy_ns when the job ends, so a long job that ends inside
+ * the window can push it past 100: clamp.
+ */
+static double busy_pct(const struct device *d, int first, int n)
+{
+	uint64_t dt = d->s1.t_ns - d->s0.t_ns;
+	long long busy = 0;
+	double pct;
+
+	for (int i = first; i < first + n; i++)
+		busy += d->s1.core[i].busy_ns - d->s0.core[i].busy_ns;
+	if (!dt || n <= 0 || busy < 0)
+		return 0.0;
+	pct = 100.0 * (double)busy / ((double)dt * n);
+	return pct > 100.0 ? 100.0 : pct;
+}
+
+static long long total_jobs(const struct core_sample *s, bool timeouts)
+{
+	long long sum = 0;
+
+	for (int i = 0; i < s->ncores; i++)
+		sum += timeouts ? s->core[i].timeouts : s->core[i].jobs;
+	return sum;
+}
+
+/* ---- table ------------------------------------------------------------ */
+
+/* Bytes as "31.5 MiB": binary units, one decimal above bytes. */
+static const char *fmt_size(char *buf, size_t len, uint64_t v)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double x = (double)v;
+	unsigned int u = 0;
+
+	while (x >= 1024.0 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		x /= 1024.0;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, len, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.1f %s", x, unit[u]);
+	return buf;
+}
+
+/* Column widths of the table; the format strings below follow them. */
+static const int col_width[] = { 3, 8, 7, 5, 9, 21, 19, 9, 6, 6 };
+
+static void print_rule(void)
+{
+	for (size_t i = 0; i < sizeof(col_width) / sizeof(col_width[0]); i++)
+		printf("+%.*s", col_width[i] + 2,
+		       "------------------------------------------");
+	puts("+");
+}
+
+static void print_table_head(void)
+{
+	print_rule();
+	printf("| %-3s | %-8s | %-7s | %5s | %9s | %21s | %19s | %9s | %6s | %6s |\n",
+	       "dev", "node", "bus", "cores", "VMEM/core", "HBM used / total",
+	       "largest free (blks)", "backing", "busy %", "jobs");
+	print_rule();
+}
+
+static void print_device_row(const struct device *d)
+{
+	char a[24], b[24], c[24], e[24], f[24], hbm[48], lf[48];
+	char busy[16] = "-", jobs[24] = "-", blocks[24] = "?";
+
+	snprintf(hbm, sizeof(hbm), "%s / %s",
+		 fmt_size(a, sizeof(a), d->q.hbm_total - d->q.hbm_free),
+		 fmt_size(b, sizeof(b), d->q.hbm_total));
+	if (d->free_blocks >= 0)
+		snprintf(blocks, sizeof(blocks), "%lld", d->free_blocks);
+	snprintf(lf, sizeof(lf), "%s (%s)",
+		 fmt_size(c, sizeof(c), d->q.hbm_largest_free), blocks);
+	if (d->have_stats) {
+		snprintf(busy, sizeof(busy), "%.1f",
+			 busy_pct(d, 0, d->s1.ncores));
+		snprintf(jobs, sizeof(jobs), "%lld", total_jobs(&d->s1, false));
+	}
+	printf("| %3u | %-8s | %-7s | %5u | %9s | %21s | %19s | %9s | %6s | %6s |\n",
+	       d->q.device_index, d->node + sizeof(ACCEL_DEV), d->bus_id,
+	       d->q.core_count, fmt_size(e, sizeof(e), d->q.vmem_size), hbm, lf,
+	       fmt_size(f, sizeof(f), d->q.host_bytes), busy, jobs);
+}
+
+/* --verbose: per-core counters, or why there are none. */
+static void print_device_detail(const struct device *d)
+{
+	if (!d->have_stats) {
+		printf("  dev %u: busy %% and jobs unavailable: %s\n",
+		       d->q.device_index,
+		       d->stats_why[0] ? d->stats_why : "no second sample");
+		return;
+	}
+	printf("  dev %u: jobs alive %lld, timeouts %lld\n", d->q.device_index,
+	       d->s1.jobs_alive, total_jobs(&d->s1, true));
+	for (int i = 0; i < d->s1.ncores; i++)
+		printf("    core %d: busy %5.1f %%  jobs %lld  timeouts %lld  busy %.3f s\n",
+		       i, busy_pct(d, i, 1), d->s1.core[i].jobs,
+		       d->s1.core[i].timeouts, d->s1.core[i].busy_ns / 1e9);
+}
+
+static void print_table(const struct state *st, const struct opts *o)
+{
+	printf("vtpu-smi  driver vtpu %d.%d.%d  devices %d\n", st->ver.major,
+	       st->ver.minor, st->ver.patch, st->ndev);
+	/* Since 6.12 the DRM core reports "0" whatever the driver says. */
+	if (strcmp(st->ver.date, "0") && st->ver.date[0])
+		printf("driver date %s, ", st->ver.date);
+	else
+		fputs("driver date not reported by the kernel, ", stdout);
+	printf("busy %% over %ld ms\n", o->interval_ms);
+	print_table_head();
+	for (int i = 0; i < st->ndev; i++)
+		print_device_row(&st->dev[i]);
+	print_rule();
+	if (st->nparam) {
+		fputs("module parameters:", stdout);
+		for (int i = 0; i < st->nparam; i++)
+			printf(" %s=%s", st->param[i].name, st->param[i].value);
+		putchar('\n');
+	}
+	if (!o->verbose)
+		return;
+	for (int i = 0; i < st->ndev; i++)
+		print_device_detail(&st->dev[i]);
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void j_str(yajl_gen g, const char *s)
+{
+	yajl_gen_string(g, (const unsigned char *)s, strlen(s));
+}
+
+static void j_kv_str(yajl_gen g, const char *k, const char *v)
+{
+	j_str(g, k);
+	j_str(g, v);
+}
+
+static void j_kv_int(yajl_gen g, const char *k, long long v)
+{
+	j_str(g, k);
+	yajl_gen_integer(g, v);
+}
+
+/* JSON integers are signed 64-bit in yajl; byte counts fit. */
+static void j_kv_u64(yajl_gen g, const char *k, uint64_t v)
+{
+	j_kv_int(g, k, (long long)v);
+}
+
+/*
+ * One decimal, as in the table. yajl_gen_double prints %.20g (1.2 comes
+ * out as 1.1999999999999999556), so format the number ourselves.
+ */
+static void j_kv_pct(yajl_gen g, const char *k, double v)
+{
+	char s[32];
+
+	snprintf(s, sizeof(s), "%.1f", v);
+	j_str(g, k);
+	yajl_gen_number(g, s, strlen(s));
+}
+
+static void j_driver(yajl_gen g, const struct driver_version *v)
+{
+	char s[48];
+
+	snprintf(s, sizeof(s), "%d.%d.%d", v->major, v->minor, v->patch);
+	j_str(g, "driver");
+	yajl_gen_map_open(g);
+	j_kv_str(g, "name", "vtpu");
+	j_kv_str(g, "version", s);
+	j_kv_int(g, "major", v->major);
+	j_kv_int(g, "minor", v->minor);
+	j_kv_int(g, "patchlevel", v->patch);
+	j_kv_str(g, "date", v->date);
+	j_kv_str(g, "desc", v->desc);
+	yajl_gen_map_close(g);
+}
+
+/* Parameters are numbers in vtpu; anything else stays a string. */
+static void j_params(yajl_gen g, const struct state *st)
+{
+	j_str(g, "module_parameters");
+	yajl_gen_map_open(g);
+	for (int i = 0; i < st->nparam; i++) {
+		const char *v = st->param[i].value;
+		char *end;
+		long long n;
+
+		errno = 0;
+		n = strtoll(v, &end, 10);
+		if (!errno && *v && !*end)
+			j_kv_int(g, st->param[i].name, n);
+		else
+			j_kv_str(g, st->param[i].name, v);
+	}
+	yajl_gen_map_close(g);
+}
+
+static void j_features(yajl_gen g, uint64_t f)
+{
+	static const struct { uint64_t bit; const char *name; } names[] = {
+		{ DRM_VTPU_FEATURE_HBM, "hbm" },
+		{ DRM_VTPU_FEATURE_HOST, "host" },
+		{ DRM_VTPU_FEATURE_SUBMIT, "submit" },
+		{ DRM_VTPU_FEATURE_SYNCOBJ, "syncobj" },
+	};
+
+	j_str(g, "features");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (f & names[i].bit)
+			j_str(g, names[i].name);
+	yajl_gen_array_close(g);
+}
+
+/* Busy figures, or nulls and the reason: a consumer must not read 0. */
+static void j_stats(yajl_gen g, const struct device *d)
+{
+	if (!d->have_stats) {
+		const char *keys[] = { "busy_percent", "jobs", "timeouts",
+				       "jobs_alive", "cores_detail" };
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			j_str(g, keys[i]);
+			yajl_gen_null(g);
+		}
+		j_kv_str(g, "stats_unavailable", d->stats_why);
+		return;
+	}
+	j_kv_pct(g, "busy_percent", busy_pct(d, 0, d->s1.ncores));
+	j_kv_int(g, "jobs", total_jobs(&d->s1, false));
+	j_kv_int(g, "timeouts", total_jobs(&d->s1, true));
+	j_kv_int(g, "jobs_alive", d->s1.jobs_alive);
+	j_str(g, "cores_detail");
+	yajl_gen_array_open(g);
+	for (int i = 0; i < d->s1.ncores; i++) {
+		yajl_gen_map_open(g);
+		j_kv_int(g, "core", i);
+		j_kv_pct(g, "busy_percent", busy_pct(d, i, 1));
+		j_kv_int(g, "jobs", d->s1.core[i].jobs);
+		j_kv_int(g, "timeouts", d->s1.core[i].timeouts);
+		j_kv_int(g, "busy_ns", d->s1.core[i].busy_ns);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+static void j_device(yajl_gen g, const struct device *d)
+{
+	yajl_gen_map_open(g);
+	j_kv_int(g, "index", d->q.device_index);
+	j_kv_str(g, "node", d->node);
+	j_kv_str(g, "bus_id", d->bus_id);
+	j_kv_int(g, "cores", d->q.core_count);
+	j_kv_u64(g, "vmem_size", d->q.vmem_size);
+	j_kv_u64(g, "hbm_total", d->q.hbm_total);
+	j_kv_u64(g, "hbm_used", d->q.hbm_total - d->q.hbm_free);
+	j_kv_u64(g, "hbm_free", d->q.hbm_free);
+	j_kv_u64(g, "hbm_largest_free", d->q.hbm_largest_free);
+	j_str(g, "hbm_free_blocks");
+	if (d->free_blocks >= 0)
+		yajl_gen_integer(g, d->free_blocks);
+	else
+		yajl_gen_null(g);
+	j_kv_u64(g, "host_bytes", d->q.host_bytes);
+	if (d->have_query) {
+		j_kv_int(g, "isa_version", d->q.isa_version);
+		j_kv_u64(g, "max_bo_size", d->q.max_bo_size);
+		j_features(g, d->q.features);
+	}
+	j_stats(g, d);
+	yajl_gen_map_close(g);
+}
+
+static int print_json(const struct state *st, const struct opts *o)
+{
+	yajl_gen g;
+	const unsigned char *buf;
+	size_t len;
+
+	/* yajl beautifies an empty array over three lines; this reads better. */
+	if (!st->ndev) {
+		puts("{\"devices\": []}");
+		return 0;
+	}
+	g = yajl_gen_alloc(NULL);
+	if (!g) {
+		fputs("vtpu-smi: out of memory\n", stderr);
+		return -1;
+	}
+	yajl_gen_config(g, yajl_gen_beautify, 1);
+	yajl_gen_config(g, yajl_gen_indent_string, "  ");
+	yajl_gen_map_open(g);
+	j_driver(g, &st->ver);
+	j_params(g, st);
+	j_kv_int(g, "interval_ms", o->interval_ms);
+	j_str(g, "devices");
+	yajl_gen_array_open(g);
+	for (int i = 0; i < st->ndev; i++)
+		j_device(g, &st->dev[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	yajl_gen_get_buf(g, &buf, &len);
+	fwrite(buf, 1, len, stdout);
+	yajl_gen_free(g);
+	return 0;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	o->interval_ms = 200;
+	while ((c = getopt_long(argc, argv, "ji:vh", lopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'i':
+			errno = 0;
+			o->interval_ms = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end ||
+			    o->interval_ms < 1 || o->interval_ms > 60000) {
+				fprintf(stderr, "vtpu-smi: --interval wants milliseconds, 1..60000, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs("vtpu-smi: see vtpu-smi --help\n", stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vtpu-smi: unexpected argument '%s' (see vtpu-smi --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static struct state st;	/* large: keep it off the stack */
+	struct opts o = { 0 };
+	int ret = parse_args(argc, argv, &o);
+
+	if (ret >= 0)
+		return ret;
+	probe_all(&st);
+	read_params(&st);
+	sample_all(&st, o.interval_ms);
+	if (o.verbose && !o.json)
+		for (int i = 0; i < st.ndev; i++)
+			if (!st.dev[i].have_query)
+				fprintf(stderr, "vtpu-smi: %s: QUERY failed, figures from sysfs\n",
+					st.dev[i].node);
+	if (o.json) {
+		if (print_json(&st, &o))
+			return 1;
+	} else if (!st.ndev) {
+		if (!st.errors)
+			puts("vtpu-smi: no vtpu device (is vtpu.ko loaded? see README: make vm-shell)");
+	} else {
+		print_table(&st, &o);
+	}
+	/* A device we saw but could not describe is a failure. */
+	return st.errors ? 1 : 0;
+}

@@ -51,7 +51,7 @@ RT_CFLAGS := $(USER_CFLAGS) -fPIC -Iruntime -Iruntime/include \
 	-Icompiler/include -Icompiler -Idriver -Iruntime/compat
 RT_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj/rt/%.o,$(RT_SRCS))
 RT_SAN_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj-san/rt/%.o,$(RT_SRCS))
-RT_LIBS := $(USER_LIBS) -luring -lyajl -lxxhash -lpthread -lm
+RT_LIBS := $(USER_LIBS) -luring -lyajl -lxxhash -lprotobuf-c -lpthread -lm
 # libvtpu: the runtime with the compiler and the executor inside, static
 # and shared (with a versioned symbol map); -san for the host tests.
 LIBVTPU := $(BUILD)/lib/libvtpu.a
@@ -64,8 +64,16 @@ CC_SRCS := $(wildcard compiler/*.c)
 CC_HDRS := $(wildcard compiler/*.h compiler/include/*.h)
 CC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -Icompiler/include -Icompiler \
 	-Iuapi -Idriver -Iruntime/compat
-CC_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj/cc/%.o,$(CC_SRCS))
-CC_SAN_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj-san/cc/%.o,$(CC_SRCS))
+# ONNX's protobuf schema, compiled by protoc-c at build time from the
+# onnx.proto Debian ships (libonnx-dev); the generated code is not ours.
+GEN := $(BUILD)/gen
+ONNX_PROTO := /usr/include/onnx/onnx.proto
+ONNX_GEN := $(GEN)/onnx.pb-c.c $(GEN)/onnx.pb-c.h
+CC_CFLAGS += -I$(GEN)
+CC_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj/cc/%.o,$(CC_SRCS)) \
+	$(BUILD)/obj/cc/onnx.pb-c.o
+CC_SAN_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj-san/cc/%.o,$(CC_SRCS)) \
+	$(BUILD)/obj-san/cc/onnx.pb-c.o
 LIBCC := $(BUILD)/lib/libvtpu_compiler.a
 LIBCC_SAN := $(BUILD)/lib/libvtpu_compiler-san.a
 
@@ -84,12 +92,13 @@ BENCH := $(BUILD)/bin/vtpu-bench
 BENCH_SRCS := $(wildcard tools/bench/*.c)
 
 .PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
-	bench fuzz install e2e
+	bench fuzz install e2e conformance demo
 
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
 HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
 
-all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO)
+all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO) \
+	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE)
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 		$(LIBVTPU)
@@ -97,13 +106,42 @@ $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -o $@ $< \
 		$(LIBVTPU) $(RT_LIBS)
 
+RUN_TOOL := $(BUILD)/bin/vtpu-run
+SMI_TOOL := $(BUILD)/bin/vtpu-smi
+CONFORMANCE := $(BUILD)/bin/vtpu-conformance
+
+$(RUN_TOOL): tools/vtpu-run.c $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Iruntime/include -Icompiler/include -I$(GEN) \
+		-o $@ $< $(LIBVTPU) $(RT_LIBS)
+
+$(SMI_TOOL): tools/vtpu-smi.c uapi/drm/vtpu_accel.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LIBS) -lyajl
+
+$(CONFORMANCE): tests/conformance/conformance.c $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Iruntime/include -Icompiler/include -I$(GEN) \
+		-o $@ $< $(LIBVTPU) $(RT_LIBS)
+
+# ONNX's own backend test data, on the host backend (CONFORMANCE_ARGS=
+# --category simple, say, for a quick run).
+conformance: $(CONFORMANCE)
+	@VTPU_BACKEND=host $(CONFORMANCE) $(CONFORMANCE_ARGS) \
+		/usr/share/libonnx-testdata/data
+
+demo: deps module $(RUN_TOOL)
+	@tools/demo.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
+
 # libFuzzer target for the HLO parser (clang); `make fuzz` runs it.
-$(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS)
+$(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS) \
+		$(ONNX_GEN)
 	@mkdir -p $(@D)
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
 		-Idriver -Iruntime/compat -ffp-contract=off \
-		-o $@ $< $(CC_SRCS) $(EXEC_SRCS) -lxxhash -lpthread -lm
+		-I$(GEN) -o $@ $< $(CC_SRCS) $(GEN)/onnx.pb-c.c $(EXEC_SRCS) \
+		-lxxhash -lprotobuf-c -lpthread -lm
 
 fuzz: $(HLO_FUZZ)
 	@mkdir -p $(BUILD)/fuzz-corpus
@@ -146,13 +184,14 @@ TSAN_BIN := $(BUILD)/tests/unit/rt_api_tsan
 
 tests: $(KSFT_BINS) $(UNIT_BINS) $(E2E_BINS) $(EXAMPLE) $(TSAN_BIN)
 
-$(TSAN_BIN): tests/unit/rt_api.c $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) \
+$(TSAN_BIN): tests/unit/rt_api.c $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) $(ONNX_GEN) \
 		$(RT_HDRS) $(CC_HDRS) $(EXEC_HDRS) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -O1 -fsanitize=thread -ffp-contract=off \
 		-Idriver -Iruntime/compat -Itests/common -Icompiler/include \
 		-Icompiler -Iruntime -Iruntime/include -isystem $(KSFT_DIR) \
-		-o $@ $< $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) $(RT_LIBS)
+		-I$(GEN) -o $@ $< $(RT_SRCS) $(CC_SRCS) $(GEN)/onnx.pb-c.c \
+		$(EXEC_SRCS) $(RT_LIBS)
 
 $(BUILD)/tests/e2e/%: tests/e2e/%.c $(TEST_HDRS) $(LIBVTPU)
 	@mkdir -p $(@D)
@@ -220,13 +259,26 @@ install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL)
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/vtpu.pc
 	install -m 755 $(COMPILE_TOOL) $(DESTDIR)$(PREFIX)/bin/
 
-$(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS)
+$(ONNX_GEN) &: $(ONNX_PROTO)
+	@mkdir -p $(GEN)
+	protoc-c --c_out=$(GEN) -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+
+$(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(CC_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj-san/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS)
+$(BUILD)/obj-san/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(CC_CFLAGS) $(SAN) -c -o $@ $<
+
+# Generated code: our warnings are not its business.
+$(BUILD)/obj/cc/onnx.pb-c.o: $(GEN)/onnx.pb-c.c $(ONNX_GEN)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) -fPIC -I$(GEN) -c -o $@ $<
+
+$(BUILD)/obj-san/cc/onnx.pb-c.o: $(GEN)/onnx.pb-c.c $(ONNX_GEN)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) -fPIC $(SAN) -I$(GEN) -c -o $@ $<
 
 $(LIBCC): $(CC_OBJS)
 	@mkdir -p $(@D)
@@ -252,10 +304,10 @@ $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
 		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU) $(RT_LIBS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
-		$(LIBVTPU_SAN)
+		$(LIBVTPU_SAN) | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
-		-Icompiler/include -Icompiler -Iruntime -Iruntime/include \
+		-Icompiler/include -Icompiler -Iruntime -Iruntime/include -I$(GEN) \
 		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU_SAN) $(RT_LIBS)
 
 # Each suite prints "<suite>: N passed, N failed, N skipped".

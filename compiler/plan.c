@@ -65,51 +65,116 @@ int node_root(const struct ir_graph *g, int v)
 }
 
 /*
- * Kernels in emission order: repeatedly the not yet emitted kernel whose
- * first node comes earliest among those whose inputs are all computed.
- * Fills order[] with kernel keys, knum[v] with v's position in it.
+ * A dense index for @v's kernel in [0, 2n): fused kernel ids (< n) and
+ * unfused nodes (n + v) never collide.
  */
-static int kernel_ready(const struct ir_graph *g, int key, const int *knum)
+static int kernel_rep(const struct ir_graph *g, int v)
 {
-	int i, k;
-
-	for (i = 0; i < g->n; i++) {
-		if (node_kernel(g, i) != key)
-			continue;
-		for (k = 0; k < g->nodes[i].nin; k++) {
-			int p = g->nodes[i].in[k];
-
-			if (node_kernel(g, p) != key && knum[p] < 0)
-				return 0;
-		}
-	}
-	return 1;
+	return g->nodes[v].kernel >= 0 ? g->nodes[v].kernel : g->n + v;
 }
 
+static void heap_push(int *heap, int *n, const int *first, int k)
+{
+	int i = (*n)++;
+
+	while (i && first[heap[(i - 1) / 2]] > first[k]) {
+		heap[i] = heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	heap[i] = k;
+}
+
+static int heap_pop(int *heap, int *n, const int *first)
+{
+	int top = heap[0], last = heap[--(*n)], i = 0, c;
+
+	while ((c = 2 * i + 1) < *n) {
+		if (c + 1 < *n && first[heap[c + 1]] < first[heap[c]])
+			c++;
+		if (first[last] <= first[heap[c]])
+			break;
+		heap[i] = heap[c];
+		i = c;
+	}
+	heap[i] = last;
+	return top;
+}
+
+/*
+ * Kernels in emission order: repeatedly the not yet emitted kernel whose
+ * first node comes earliest among those whose inputs are all computed
+ * (a topological sort over kernels, ready ones in a heap: O(E log N)).
+ * Fills knum[v] with the position of v's kernel; returns the count.
+ */
 int kernel_order(const struct ir_graph *g, int *knum)
 {
-	int i, j, nk = 0, done = 0;
+	int n = g->n, m = 2 * g->n, i, k, nk = 0, done = 0, nheap = 0, ret;
+	int *indeg = calloc(m + 1, sizeof(int));
+	int *first = malloc((m + 1) * sizeof(int));
+	int *start = calloc(m + 2, sizeof(int));
+	int *edges = NULL, *heap = malloc((m + 1) * sizeof(int));
+	int *pos = NULL, nedges = 0;
 
-	for (i = 0; i < g->n; i++)
-		knum[i] = -1;
-	while (done < g->n) {
-		int found = 0, key = 0;
+	if (!indeg || !first || !start || !heap)
+		goto nomem;
+	for (i = 0; i < m; i++)
+		first[i] = n;
+	for (i = 0; i < n; i++) {
+		int r = kernel_rep(g, i);
 
-		for (i = 0; i < g->n && !found; i++)
-			if (knum[i] < 0 && kernel_ready(g, node_kernel(g, i), knum)) {
-				key = node_kernel(g, i);
-				found = 1;
+		if (i < first[r])
+			first[r] = i;
+		for (k = 0; k < g->nodes[i].nin; k++)
+			if (kernel_rep(g, g->nodes[i].in[k]) != r) {
+				start[kernel_rep(g, g->nodes[i].in[k]) + 1]++;
+				indeg[r]++;
+				nedges++;
 			}
-		if (!found)
-			return -EINVAL;	/* kernels depend on each other */
-		for (j = 0; j < g->n; j++)
-			if (node_kernel(g, j) == key) {
-				knum[j] = nk;
-				done++;
-			}
-		nk++;
 	}
-	return nk;
+	for (i = 0; i < m; i++)
+		start[i + 1] += start[i];
+	edges = malloc((nedges + 1) * sizeof(int));
+	pos = malloc((m + 1) * sizeof(int));
+	if (!edges || !pos)
+		goto nomem;
+	memcpy(pos, start, m * sizeof(int));
+	for (i = 0; i < n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++) {
+			int p = kernel_rep(g, g->nodes[i].in[k]);
+
+			if (p != kernel_rep(g, i))
+				edges[pos[p]++] = kernel_rep(g, i);
+		}
+	for (i = 0; i < m; i++)
+		if (first[i] < n && !indeg[i])
+			heap_push(heap, &nheap, first, i);
+	/* pos[] now numbers kernels in emission order */
+	while (nheap) {
+		int kr = heap_pop(heap, &nheap, first);
+
+		pos[kr] = nk++;
+		for (i = start[kr]; i < start[kr + 1]; i++)
+			if (!--indeg[edges[i]])
+				heap_push(heap, &nheap, first, edges[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (indeg[kernel_rep(g, i)])
+			break;	/* kernels depend on each other */
+		knum[i] = pos[kernel_rep(g, i)];
+		done++;
+	}
+	ret = done == n ? nk : -EINVAL;
+	goto out;
+nomem:
+	ret = -ENOMEM;
+out:
+	free(pos);
+	free(edges);
+	free(heap);
+	free(start);
+	free(first);
+	free(indeg);
+	return ret;
 }
 
 /* Whether @v's value must be in memory: read by another kernel, or out. */

@@ -151,6 +151,18 @@ int vtpu_g_outputs(struct vtpu_graph *g, int n, const int *vals);
 int vtpu_hlo_parse(const char *text, size_t len, struct vtpu_graph **out,
 		   char *err, size_t errlen);
 
+/*
+ * Parses a serialized ONNX ModelProto (@len bytes) into a new graph:
+ * graph inputs that are not initializers become parameters in order,
+ * initializers constants, outputs in order. Shapes must be static;
+ * shape, axes and index operands must be initializers or Constant
+ * nodes. On error returns -EINVAL (-ENOMEM) and, when @err is not NULL,
+ * a message such as "node 3 (Resize): unsupported operator Resize
+ * (opset 13)" in @err (@errlen bytes).
+ */
+int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
+		    char *err, size_t errlen);
+
 /* ---- compilation ------------------------------------------------------ */
 
 /* What the compiler must know of the device (from DRM_IOCTL_VTPU_QUERY). */

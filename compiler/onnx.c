@@ -1,0 +1,2437 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * onnx.c - the ONNX frontend: vtpu_onnx_parse().
+ *
+ * protobuf-c decodes the ModelProto (code generated at build time from
+ * Debian's onnx.proto); the graph is then built node by node, in the
+ * topological order ONNX requires, with the public builder. Every value
+ * name maps to a builder value and, for initializers, Constant nodes and
+ * Shape results, to a host copy of its data: shapes, axes, pads and
+ * Gather indices must be known at compile time, so they are read from
+ * those copies. A host constant becomes a graph constant only when an
+ * operator computes with it, so int64 shape data never reaches the
+ * device unless the model computes with it.
+ *
+ * Operators are resolved through ops[] by (op_type, opset); one handler
+ * per operator family, each checking only what it supports. The first
+ * error stops everything: "node I (OP): message".
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"		/* ir_eval() folds constant subgraphs */
+#include "vtpu_compiler.h"
+#include "onnx.pb-c.h"
+
+#define R		VTPU_MAX_RANK
+#define MAX_TAKE	1024	/* Gather / negative-step Slice indices */
+#define MAX_FOLD	65536	/* elements of a tensor folded on the host */
+
+/* A compile-time copy of a tensor (dims may be 0 here, unlike the IR). */
+struct cval {
+	enum vtpu_type type;
+	int rank;
+	int64_t dims[R];
+	int64_t n;
+	void *data;		/* n elements in @type's layout */
+};
+
+struct val {
+	const char *name;	/* owned by the unpacked model */
+	int id;			/* builder value; -1 until materialized */
+	struct cval *c;		/* host copy or NULL */
+};
+
+struct ctx {
+	struct vtpu_graph *g;
+	int64_t opset;
+	struct val *v;
+	int nv, cap;
+	int node;		/* index of the node being built, or -1 */
+	const char *op;
+	char *err;
+	size_t errlen;
+	bool failed;
+	bool folding;		/* building a node on host constants: s64 as f32 */
+};
+
+typedef const Onnx__NodeProto node_t;
+struct opdef;
+typedef int (*handler_t)(struct ctx *c, node_t *n, const struct opdef *d);
+
+struct opdef {
+	const char *name;
+	int min, max;		/* opset range */
+	handler_t fn;
+	int arg, arg2;		/* per-operator parameters of a shared handler */
+	const char *attrs;	/* the attributes understood, comma separated */
+};
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static int fail(struct ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Records the first error, prefixed with the node; returns -EINVAL. */
+static int fail(struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	size_t off = 0;
+
+	if (c->failed || !c->err || !c->errlen) {
+		c->failed = true;
+		return -EINVAL;
+	}
+	c->failed = true;
+	if (c->node >= 0)
+		snprintf(c->err, c->errlen, "node %d (%s): ", c->node,
+			 c->op ? c->op : "?");
+	off = strlen(c->err);
+	va_start(ap, fmt);
+	vsnprintf(c->err + off, c->errlen - off, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* A builder result: on failure, report the graph's sticky message. */
+static int chk(struct ctx *c, int id)
+{
+	const char *m;
+
+	if (id >= 0)
+		return id;
+	m = vtpu_graph_error(c->g);
+	fail(c, "%s", m ? m : strerror(-id));
+	return id;
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+static struct val *lookup(struct ctx *c, const char *name)
+{
+	for (int i = c->nv - 1; i >= 0; i--)
+		if (!strcmp(c->v[i].name, name))
+			return &c->v[i];
+	return NULL;
+}
+
+static int define(struct ctx *c, const char *name, int id, struct cval *cv)
+{
+	struct val *v;
+
+	if (c->nv == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 64;
+		struct val *nv = realloc(c->v, cap * sizeof(*nv));
+
+		if (!nv) {
+			fail(c, "out of memory");
+			return -ENOMEM;
+		}
+		c->v = nv;
+		c->cap = cap;
+	}
+	v = &c->v[c->nv++];
+	v->name = name;
+	v->id = id;
+	v->c = cv;
+	return 0;
+}
+
+static void cval_free(struct cval *cv)
+{
+	if (cv) {
+		free(cv->data);
+		free(cv);
+	}
+}
+
+static int esize(enum vtpu_type t)
+{
+	switch (t) {
+	case VTPU_F32: case VTPU_S32: return 4;
+	case VTPU_BF16: return 2;
+	case VTPU_S64: return 8;
+	default: return 1;
+	}
+}
+
+static struct vtpu_shape shape_of(struct ctx *c, int id)
+{
+	struct vtpu_shape s = { 0 };
+
+	vtpu_graph_shape(c->g, id, &s);
+	return s;
+}
+
+static int64_t prod(const int64_t *d, int from, int to)
+{
+	int64_t p = 1;
+
+	for (int i = from; i < to; i++)
+		p *= d[i];
+	return p;
+}
+
+/* The builder value of @name, making a host constant a graph constant. */
+static int value(struct ctx *c, const char *name)
+{
+	struct val *v = lookup(c, name);
+	struct vtpu_shape s = { 0 };
+
+	if (!v)
+		return fail(c, "input '%s' is not defined", name);
+	if (v->id >= 0)
+		return v->id;
+	if (!v->c || v->c->n == 0)
+		return fail(c, "input '%s' is an empty tensor", name);
+	s.type = v->c->type;
+	s.rank = v->c->rank;
+	memcpy(s.dims, v->c->dims, sizeof(s.dims));
+	if (c->folding && s.type == VTPU_S64) {
+		/* The builder has no s64 arithmetic; shape math fits in f32. */
+		float *f = malloc(v->c->n * sizeof(*f));
+
+		if (!f)
+			return fail(c, "out of memory");
+		for (int64_t i = 0; i < v->c->n; i++)
+			f[i] = (float)((const int64_t *)v->c->data)[i];
+		s.type = VTPU_F32;
+		v->id = chk(c, vtpu_g_constant(c->g, &s, f));
+		free(f);
+		return v->id;
+	}
+	v->id = chk(c, vtpu_g_constant(c->g, &s, v->c->data));
+	return v->id;
+}
+
+static bool has_in(node_t *n, size_t i)
+{
+	return i < n->n_input && n->input[i][0];
+}
+
+static int in(struct ctx *c, node_t *n, size_t i)
+{
+	if (!has_in(n, i))
+		return fail(c, "missing input %zu", i);
+	return value(c, n->input[i]);
+}
+
+/* The host copy of input @i, or NULL with an error. */
+static const struct cval *cin(struct ctx *c, node_t *n, size_t i,
+			      const char *what)
+{
+	struct val *v;
+
+	if (!has_in(n, i)) {
+		fail(c, "missing input %zu (%s)", i, what);
+		return NULL;
+	}
+	v = lookup(c, n->input[i]);
+	if (!v || !v->c) {
+		fail(c, "%s '%s' is not constant (it must be an initializer or a Constant)",
+		     what, n->input[i]);
+		return NULL;
+	}
+	return v->c;
+}
+
+/* Integer elements of host constant @cv into @out (at most @max). */
+static int cv_ints(struct ctx *c, const struct cval *cv, int64_t *out,
+		   int max, const char *what)
+{
+	if (cv->n > max)
+		return fail(c, "%s has %lld elements (at most %d)", what,
+			    (long long)cv->n, max);
+	for (int64_t i = 0; i < cv->n; i++) {
+		if (cv->type == VTPU_S64)
+			out[i] = ((const int64_t *)cv->data)[i];
+		else if (cv->type == VTPU_S32)
+			out[i] = ((const int32_t *)cv->data)[i];
+		else
+			return fail(c, "%s must be integers", what);
+	}
+	return (int)cv->n;
+}
+
+static int in_ints(struct ctx *c, node_t *n, size_t i, int64_t *out, int max,
+		   const char *what)
+{
+	const struct cval *cv = cin(c, n, i, what);
+
+	return cv ? cv_ints(c, cv, out, max, what) : -EINVAL;
+}
+
+/* A scalar float from a host constant of any numeric type. */
+static int cv_float(struct ctx *c, const struct cval *cv, double *out,
+		    const char *what)
+{
+	if (cv->n != 1)
+		return fail(c, "%s must be a scalar", what);
+	switch (cv->type) {
+	case VTPU_F32: *out = *(const float *)cv->data; break;
+	case VTPU_S32: *out = *(const int32_t *)cv->data; break;
+	case VTPU_S64: *out = (double)*(const int64_t *)cv->data; break;
+	case VTPU_BF16: {
+		uint32_t b = (uint32_t)*(const uint16_t *)cv->data << 16;
+		float f;
+
+		memcpy(&f, &b, 4);
+		*out = f;
+		break;
+	}
+	default: *out = *(const uint8_t *)cv->data; break;
+	}
+	return 0;
+}
+
+static int out(struct ctx *c, node_t *n, size_t i, int id)
+{
+	if (id < 0)
+		return id;
+	if (i >= n->n_output)
+		return fail(c, "missing output %zu", i);
+	return define(c, n->output[i], id, NULL);
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static const Onnx__AttributeProto *attr(node_t *n, const char *name)
+{
+	for (size_t i = 0; i < n->n_attribute; i++)
+		if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+			return n->attribute[i];
+	return NULL;
+}
+
+static int64_t attr_i(node_t *n, const char *name, int64_t def)
+{
+	const Onnx__AttributeProto *a = attr(n, name);
+
+	return a && a->has_i ? a->i : def;
+}
+
+static float attr_f(node_t *n, const char *name, float def)
+{
+	const Onnx__AttributeProto *a = attr(n, name);
+
+	return a && a->has_f ? a->f : def;
+}
+
+/* The ints of @name into @out; their count, -1 when absent. */
+static int attr_ints(struct ctx *c, node_t *n, const char *name, int64_t *out,
+		     int max)
+{
+	const Onnx__AttributeProto *a = attr(n, name);
+
+	if (!a)
+		return -1;
+	if (a->n_ints > (size_t)max)
+		return fail(c, "attribute %s has %zu values (at most %d)", name,
+			    a->n_ints, max) - 1000;
+	memcpy(out, a->ints, a->n_ints * sizeof(*out));
+	return (int)a->n_ints;
+}
+
+static bool attr_s_is(node_t *n, const char *name, const char *def,
+		      const char *want)
+{
+	const Onnx__AttributeProto *a = attr(n, name);
+
+	if (!a || !a->has_s)
+		return !strcmp(def, want);
+	return strlen(want) == a->s.len && !memcmp(a->s.data, want, a->s.len);
+}
+
+static bool in_list(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == len && !memcmp(p, name, len))
+			return true;
+		p = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+/* ---- shape helpers --------------------------------------------------------- */
+
+static int axis_norm(struct ctx *c, int64_t a, int rank)
+{
+	if (a < -rank || a >= (rank ? rank : 1))
+		return fail(c, "axis %lld out of range for rank %d", (long long)a,
+			    rank);
+	return (int)(a < 0 ? a + rank : a);
+}
+
+static int reshape(struct ctx *c, int a, int rank, const int64_t *dims)
+{
+	return chk(c, vtpu_g_reshape(c->g, a, rank, dims));
+}
+
+/* numpy broadcast of @a (right-aligned) to @rank/@dims. */
+static int bcast_to(struct ctx *c, int a, int rank, const int64_t *dims)
+{
+	struct vtpu_shape s = shape_of(c, a);
+	int map[R];
+	bool same = s.rank == rank;
+
+	if (a < 0)
+		return a;
+	if (s.rank > rank)
+		return fail(c, "cannot broadcast rank %d to rank %d", s.rank, rank);
+	for (int i = 0; i < s.rank; i++) {
+		map[i] = i + rank - s.rank;
+		if (s.dims[i] != dims[map[i]] && s.dims[i] != 1)
+			return fail(c, "cannot broadcast dimension %d of size %lld to %lld",
+				    i, (long long)s.dims[i],
+				    (long long)dims[map[i]]);
+		same = same && s.dims[i] == dims[map[i]];
+	}
+	if (same)
+		return a;
+	return chk(c, vtpu_g_broadcast(c->g, a, rank, dims, map));
+}
+
+/* The numpy common shape of @na values, into @rank/@dims. */
+static int common(struct ctx *c, int na, const int *v, int *rank,
+		  int64_t *dims)
+{
+	*rank = 0;
+	for (int k = 0; k < na; k++) {
+		struct vtpu_shape s = shape_of(c, v[k]);
+
+		*rank = s.rank > *rank ? s.rank : *rank;
+	}
+	for (int i = 0; i < *rank; i++)
+		dims[i] = 1;
+	for (int k = 0; k < na; k++) {
+		struct vtpu_shape s = shape_of(c, v[k]);
+
+		for (int i = 0; i < s.rank; i++) {
+			int64_t *d = &dims[i + *rank - s.rank];
+
+			if (*d == 1)
+				*d = s.dims[i];
+			else if (s.dims[i] != 1 && s.dims[i] != *d)
+				return fail(c, "incompatible broadcast dimensions %lld and %lld",
+					    (long long)s.dims[i], (long long)*d);
+		}
+	}
+	return 0;
+}
+
+/* Broadcasts @na values in place to their common shape. */
+static int bcast_all(struct ctx *c, int na, int *v)
+{
+	int rank;
+	int64_t dims[R];
+
+	for (int k = 0; k < na; k++)
+		if (v[k] < 0)
+			return v[k];
+	if (common(c, na, v, &rank, dims))
+		return -EINVAL;
+	for (int k = 0; k < na; k++)
+		if ((v[k] = bcast_to(c, v[k], rank, dims)) < 0)
+			return v[k];
+	return 0;
+}
+
+/* A scalar @x in @like's type, broadcast to @like's shape. */
+static int splat(struct ctx *c, double x, int like)
+{
+	struct vtpu_shape s = shape_of(c, like);
+	int v = chk(c, vtpu_g_scalar(c->g, (float)x));
+
+	if (v >= 0 && s.type != VTPU_F32)
+		v = chk(c, vtpu_g_convert(c->g, v, s.type));
+	return v < 0 ? v : bcast_to(c, v, s.rank, s.dims);
+}
+
+static int binary(struct ctx *c, enum vtpu_binary_op op, int a, int b)
+{
+	int v[2] = { a, b };
+
+	if (bcast_all(c, 2, v))
+		return -EINVAL;
+	return chk(c, vtpu_g_binary(c->g, op, v[0], v[1]));
+}
+
+/* Elements @idx (in range) of @x along @axis: slices of runs, concatenated. */
+static int take(struct ctx *c, int x, int axis, const int64_t *idx, int n)
+{
+	struct vtpu_shape s = shape_of(c, x);
+	int parts[MAX_TAKE], np = 0;
+
+	for (int i = 0; i < n;) {
+		int64_t st[R] = { 0 }, lim[R], step[R];
+		int j = i + 1;
+
+		while (j < n && idx[j] == idx[j - 1] + 1)
+			j++;
+		for (int k = 0; k < s.rank; k++) {
+			lim[k] = s.dims[k];
+			step[k] = 1;
+		}
+		st[axis] = idx[i];
+		lim[axis] = idx[j - 1] + 1;
+		parts[np] = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+		if (parts[np++] < 0)
+			return -EINVAL;
+		i = j;
+	}
+	if (np == 1)
+		return parts[0];
+	return chk(c, vtpu_g_concat(c->g, np, parts, axis));
+}
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+/*
+ * Before opset 7, broadcast=1 aligned B's dims at @axis of A (default:
+ * trailing, as numpy does); a reshape with 1s makes that numpy too.
+ */
+static int legacy_bcast(struct ctx *c, node_t *n, int a, int b)
+{
+	struct vtpu_shape sa = shape_of(c, a), sb = shape_of(c, b);
+	int64_t t[R], ax;
+
+	if (!attr_i(n, "broadcast", 0) || !attr(n, "axis"))
+		return b;
+	ax = attr_i(n, "axis", 0);
+	ax = ax < 0 ? ax + sa.rank : ax;
+	if (ax < 0 || ax + sb.rank > sa.rank)
+		return fail(c, "bad broadcast axis %lld", (long long)ax);
+	for (int i = 0; i < sa.rank; i++)
+		t[i] = i >= ax && i < ax + sb.rank ? sb.dims[i - ax] : 1;
+	return reshape(c, b, sa.rank, t);
+}
+
+static int op_binary(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int a = in(c, n, 0), b = in(c, n, 1);
+
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	if (c->opset < 7 && (b = legacy_bcast(c, n, a, b)) < 0)
+		return b;
+	/* Pow's exponent may have another type; the result has the base's. */
+	if (shape_of(c, a).type != shape_of(c, b).type && d->arg == VTPU_POW)
+		b = chk(c, vtpu_g_convert(c->g, b, shape_of(c, a).type));
+	return out(c, n, 0, b < 0 ? b : binary(c, d->arg, a, b));
+}
+
+/* Max/Min/Sum/Mean: a left fold over any number of inputs. */
+static int op_variadic(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int acc = in(c, n, 0);
+
+	for (size_t i = 1; i < n->n_input && acc >= 0; i++)
+		acc = binary(c, d->arg, acc, in(c, n, i));
+	if (acc >= 0 && d->arg2)	/* Mean */
+		acc = binary(c, VTPU_DIV, acc, splat(c, (double)n->n_input, acc));
+	return out(c, n, 0, acc);
+}
+
+static int op_compare(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[2] = { in(c, n, 0), in(c, n, 1) };
+
+	if (bcast_all(c, 2, v))
+		return -EINVAL;
+	return out(c, n, 0, chk(c, vtpu_g_compare(c->g, d->arg, v[0], v[1])));
+}
+
+static int op_unary(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0);
+
+	return out(c, n, 0, x < 0 ? x : chk(c, vtpu_g_unary(c->g, d->arg, x)));
+}
+
+static int op_gelu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	if (!attr_s_is(n, "approximate", "none", "none"))
+		return fail(c, "unsupported approximate='tanh'");
+	return op_unary(c, n, d);
+}
+
+static int op_reciprocal(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0);
+
+	(void)d;
+	return out(c, n, 0, x < 0 ? x : binary(c, VTPU_DIV, splat(c, 1, x), x));
+}
+
+/* select(x > 0, x, slope * x): LeakyRelu (alpha) and PRelu (input 1). */
+static int op_leaky(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), slope, zero, p;
+	struct vtpu_shape s;
+
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	slope = d->arg ? in(c, n, 1) : splat(c, attr_f(n, "alpha", 0.01f), x);
+	slope = slope < 0 ? slope : bcast_to(c, slope, s.rank, s.dims);
+	zero = splat(c, 0, x);
+	if (slope < 0 || zero < 0)
+		return -EINVAL;
+	p = chk(c, vtpu_g_compare(c->g, VTPU_GT, x, zero));
+	slope = chk(c, vtpu_g_binary(c->g, VTPU_MUL, slope, x));
+	return out(c, n, 0, chk(c, vtpu_g_select(c->g, p, x, slope)));
+}
+
+/* Elu: select(x > 0, x, alpha * (exp(x) - 1)). */
+static int op_elu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), e, p;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	e = binary(c, VTPU_SUB, chk(c, vtpu_g_unary(c->g, VTPU_EXP, x)),
+		   splat(c, 1, x));
+	e = binary(c, VTPU_MUL, e, splat(c, attr_f(n, "alpha", 1.0f), x));
+	p = chk(c, vtpu_g_compare(c->g, VTPU_GT, x, splat(c, 0, x)));
+	if (e < 0 || p < 0)
+		return -EINVAL;
+	return out(c, n, 0, chk(c, vtpu_g_select(c->g, p, x, e)));
+}
+
+/* Softplus: log(exp(x) + 1). */
+static int op_softplus(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), e;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	e = binary(c, VTPU_ADD, chk(c, vtpu_g_unary(c->g, VTPU_EXP, x)),
+		   splat(c, 1, x));
+	return out(c, n, 0, e < 0 ? e : chk(c, vtpu_g_unary(c->g, VTPU_LOG, e)));
+}
+
+/* Clip: max(min) against attributes (opset < 11) or optional inputs. */
+static int op_clip(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), lo = -1, hi = -1;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (c->opset < 11) {
+		if (attr(n, "min"))
+			lo = splat(c, attr_f(n, "min", 0), x);
+		if (attr(n, "max"))
+			hi = splat(c, attr_f(n, "max", 0), x);
+	} else {
+		if (has_in(n, 1))
+			lo = in(c, n, 1);
+		if (has_in(n, 2))
+			hi = in(c, n, 2);
+	}
+	if (lo >= 0)
+		x = binary(c, VTPU_MAX, x, lo);
+	if (hi >= 0 && x >= 0)
+		x = binary(c, VTPU_MIN, x, hi);
+	return out(c, n, 0, c->failed ? -EINVAL : x);
+}
+
+static int op_where(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[3] = { in(c, n, 0), in(c, n, 1), in(c, n, 2) };
+
+	(void)d;
+	if (bcast_all(c, 3, v))
+		return -EINVAL;
+	return out(c, n, 0, chk(c, vtpu_g_select(c->g, v[0], v[1], v[2])));
+}
+
+static int op_identity(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	struct val *v = has_in(n, 0) ? lookup(c, n->input[0]) : NULL;
+
+	(void)d;
+	if (n->n_output > 1 && n->output[1][0]) {
+		/* Dropout's mask: all true, as inference drops nothing. */
+		int x = in(c, n, 0), one = x < 0 ? x : splat(c, 1, x);
+
+		one = one < 0 ? one : chk(c, vtpu_g_convert(c->g, one, VTPU_PRED));
+		if (out(c, n, 1, one) < 0)
+			return -EINVAL;
+	}
+	if (!v)
+		return fail(c, "input 0 is not defined");
+	/* Aliases keep a host copy visible to shape-reading consumers. */
+	if (n->n_output < 1)
+		return fail(c, "missing output 0");
+	return define(c, n->output[0], v->id, v->c);
+}
+
+static int op_dropout(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	if (attr_i(n, "is_test", 1) == 0 && c->opset < 7)
+		return fail(c, "unsupported training mode");
+	if (has_in(n, 2)) {
+		double t = 0;
+		const struct cval *cv = cin(c, n, 2, "training_mode");
+
+		if (!cv || cv_float(c, cv, &t, "training_mode"))
+			return -EINVAL;
+		if (t != 0)
+			return fail(c, "unsupported training_mode=1");
+	}
+	return op_identity(c, n, d);
+}
+
+static enum vtpu_type onnx_type(int t, bool *ok)
+{
+	*ok = true;
+	switch (t) {
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return VTPU_F32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return VTPU_BF16;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return VTPU_S32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return VTPU_S64;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return VTPU_PRED;
+	default: *ok = false; return VTPU_F32;
+	}
+}
+
+static const char *onnx_type_name(int t)
+{
+	static const char *const names[] = {
+		"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
+		"INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
+		"UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+	};
+
+	return t >= 0 && t < 17 ? names[t] : "type";
+}
+
+static int op_cast(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int64_t to = attr_i(n, "to", 0);
+	bool ok;
+	enum vtpu_type t = onnx_type((int)to, &ok);
+	int x;
+
+	(void)d;
+	if (!ok)
+		return fail(c, "unsupported cast to %s", onnx_type_name((int)to));
+	x = in(c, n, 0);
+	if (x < 0)
+		return x;
+	if (shape_of(c, x).type == t)
+		return out(c, n, 0, x);
+	return out(c, n, 0, chk(c, vtpu_g_convert(c->g, x, t)));
+}
+
+/* ---- softmax --------------------------------------------------------------- */
+
+/* Softmax/LogSoftmax; before opset 13 the input is coerced to 2-D at axis. */
+static int op_softmax(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, y;
+	struct vtpu_shape s;
+	int64_t flat[2];
+
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", c->opset < 13 ? 1 : -1), s.rank);
+	if (ax < 0)
+		return ax;
+	if (c->opset >= 13) {
+		y = d->arg ? vtpu_g_log_softmax(c->g, x, ax)
+			   : vtpu_g_softmax(c->g, x, ax);
+		return out(c, n, 0, chk(c, y));
+	}
+	flat[0] = prod(s.dims, 0, ax);
+	flat[1] = prod(s.dims, ax, s.rank);
+	x = reshape(c, x, 2, flat);
+	if (x < 0)
+		return x;
+	y = chk(c, d->arg ? vtpu_g_log_softmax(c->g, x, 1)
+			  : vtpu_g_softmax(c->g, x, 1));
+	return out(c, n, 0, y < 0 ? y : reshape(c, y, s.rank, s.dims));
+}
+
+/* ---- linear algebra -------------------------------------------------------- */
+
+/* numpy matmul: 1-D operands promoted and squeezed, batch dims broadcast. */
+static int matmul(struct ctx *c, int a, int b)
+{
+	struct vtpu_shape sa = shape_of(c, a), sb = shape_of(c, b);
+	bool sqm = sa.rank == 1, sqn = sb.rank == 1;
+	int64_t batch[R], fin[R], t[R];
+	int nb, nf = 0, y;
+
+	if (sa.rank == 0 || sb.rank == 0)
+		return fail(c, "MatMul of a scalar");
+	if (sqm) {
+		t[0] = 1, t[1] = sa.dims[0];
+		a = reshape(c, a, 2, t);
+		sa = shape_of(c, a);
+	}
+	if (sqn) {
+		t[0] = sb.dims[0], t[1] = 1;
+		b = reshape(c, b, 2, t);
+		sb = shape_of(c, b);
+	}
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	nb = (sa.rank > sb.rank ? sa.rank : sb.rank) - 2;
+	for (int i = 0; i < nb; i++) {
+		int ia = i - (nb - (sa.rank - 2)), ib = i - (nb - (sb.rank - 2));
+		int64_t da = ia >= 0 ? sa.dims[ia] : 1, db = ib >= 0 ? sb.dims[ib] : 1;
+
+		if (da != db && da != 1 && db != 1)
+			return fail(c, "MatMul batch dimensions %lld and %lld differ",
+				    (long long)da, (long long)db);
+		batch[i] = da == 1 ? db : da;
+		fin[nf++] = batch[i];
+	}
+	if (!sqm)
+		fin[nf++] = sa.dims[sa.rank - 2];
+	if (!sqn)
+		fin[nf++] = sb.dims[sb.rank - 1];
+	if (nb) {
+		memcpy(t, batch, nb * sizeof(*t));
+		t[nb] = sa.dims[sa.rank - 2], t[nb + 1] = sa.dims[sa.rank - 1];
+		a = bcast_to(c, a, nb + 2, t);
+		t[nb] = sb.dims[sb.rank - 2], t[nb + 1] = sb.dims[sb.rank - 1];
+		b = bcast_to(c, b, nb + 2, t);
+		t[0] = prod(batch, 0, nb);
+		t[1] = sa.dims[sa.rank - 2], t[2] = sa.dims[sa.rank - 1];
+		a = a < 0 ? a : reshape(c, a, 3, t);
+		t[1] = sb.dims[sb.rank - 2], t[2] = sb.dims[sb.rank - 1];
+		b = b < 0 ? b : reshape(c, b, 3, t);
+		if (a < 0 || b < 0)
+			return -EINVAL;
+	}
+	y = chk(c, vtpu_g_matmul(c->g, a, b));
+	return y < 0 ? y : reshape(c, y, nf, fin);
+}
+
+static int op_matmul(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int a = in(c, n, 0), b = in(c, n, 1);
+
+	(void)d;
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	return out(c, n, 0, matmul(c, a, b));
+}
+
+static int transpose2(struct ctx *c, int a)
+{
+	static const int perm[2] = { 1, 0 };
+
+	return a < 0 ? a : chk(c, vtpu_g_transpose(c->g, a, perm));
+}
+
+/* Gemm: alpha * A' B' + beta * C, C broadcast to [M, N]. */
+static int op_gemm(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int a = in(c, n, 0), b = in(c, n, 1), y;
+	float alpha = attr_f(n, "alpha", 1), beta = attr_f(n, "beta", 1);
+
+	(void)d;
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	if (shape_of(c, a).rank != 2 || shape_of(c, b).rank != 2)
+		return fail(c, "Gemm operands must be 2-D");
+	if (attr_i(n, "transA", 0))
+		a = transpose2(c, a);
+	if (attr_i(n, "transB", 0))
+		b = transpose2(c, b);
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_matmul(c->g, a, b));
+	if (y >= 0 && alpha != 1)
+		y = binary(c, VTPU_MUL, y, splat(c, alpha, y));
+	if (y >= 0 && has_in(n, 2)) {
+		struct vtpu_shape s = shape_of(c, y);
+		int cc = in(c, n, 2);
+
+		if (cc >= 0 && beta != 1)
+			cc = binary(c, VTPU_MUL, cc, splat(c, beta, cc));
+		cc = cc < 0 ? cc : bcast_to(c, cc, 2, s.dims);
+		y = cc < 0 ? cc : chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, cc));
+	}
+	return out(c, n, 0, y);
+}
+
+/* ---- convolution and pooling ----------------------------------------------- */
+
+struct window {
+	int nsp;			/* spatial dims: 1 or 2 */
+	int64_t k[2], s[2], d[2], lo[2], hi[2], in[2], o[2];
+};
+
+/* Strides, dilations, pads (auto_pad too) and output sizes of a window. */
+static int window(struct ctx *c, node_t *n, struct window *w)
+{
+	int64_t v[4];
+	int m;
+	bool same_up = attr_s_is(n, "auto_pad", "NOTSET", "SAME_UPPER");
+	bool same_lo = attr_s_is(n, "auto_pad", "NOTSET", "SAME_LOWER");
+	bool valid = attr_s_is(n, "auto_pad", "NOTSET", "VALID");
+
+	if (!same_up && !same_lo && !valid &&
+	    !attr_s_is(n, "auto_pad", "NOTSET", "NOTSET"))
+		return fail(c, "unsupported auto_pad");
+	for (int i = 0; i < w->nsp; i++)
+		w->s[i] = w->d[i] = 1, w->lo[i] = w->hi[i] = 0;
+	if ((m = attr_ints(c, n, "strides", v, 2)) >= 0)
+		for (int i = 0; i < m && i < w->nsp; i++)
+			w->s[i] = v[i];
+	if ((m = attr_ints(c, n, "dilations", v, 2)) >= 0)
+		for (int i = 0; i < m && i < w->nsp; i++)
+			w->d[i] = v[i];
+	if ((m = attr_ints(c, n, "pads", v, 4)) == 2 * w->nsp)
+		for (int i = 0; i < w->nsp; i++)
+			w->lo[i] = v[i], w->hi[i] = v[i + w->nsp];
+	if (c->failed)
+		return -EINVAL;
+	for (int i = 0; i < w->nsp; i++) {
+		int64_t ext = (w->k[i] - 1) * w->d[i] + 1, tot;
+
+		if (w->s[i] < 1 || w->d[i] < 1 || w->lo[i] < 0 || w->hi[i] < 0)
+			return fail(c, "bad strides, dilations or pads");
+		if (same_up || same_lo) {
+			int64_t on = (w->in[i] + w->s[i] - 1) / w->s[i];
+
+			tot = (on - 1) * w->s[i] + ext - w->in[i];
+			tot = tot < 0 ? 0 : tot;
+			w->lo[i] = same_up ? tot / 2 : tot - tot / 2;
+			w->hi[i] = tot - w->lo[i];
+		} else if (valid) {
+			w->lo[i] = w->hi[i] = 0;
+		}
+		if (w->in[i] + w->lo[i] + w->hi[i] < ext)
+			return fail(c, "window larger than the padded input");
+		w->o[i] = (w->in[i] + w->lo[i] + w->hi[i] - ext) / w->s[i] + 1;
+	}
+	return 0;
+}
+
+/* Rank-3 (1-D spatial) tensors become rank 4 with H = 1. */
+static int to4d(struct ctx *c, int x)
+{
+	struct vtpu_shape s = shape_of(c, x);
+	int64_t t[4] = { s.dims[0], s.dims[1], 1, s.dims[2] };
+
+	return s.rank == 4 ? x : reshape(c, x, 4, t);
+}
+
+static int op_conv(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), k = in(c, n, 1), y;
+	struct vtpu_shape sx, sk, sy;
+	struct window w = { 0 };
+	struct vtpu_conv_params p = { 0 };
+
+	(void)d;
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	sx = shape_of(c, x);
+	sk = shape_of(c, k);
+	if ((sx.rank != 3 && sx.rank != 4) || sk.rank != sx.rank)
+		return fail(c, "unsupported %d-D convolution (1-D and 2-D only)",
+			    sx.rank - 2);
+	w.nsp = sx.rank - 2;
+	for (int i = 0; i < w.nsp; i++)
+		w.in[i] = sx.dims[2 + i], w.k[i] = sk.dims[2 + i];
+	if (window(c, n, &w))
+		return -EINVAL;
+	/* A 1-D window is the W axis of the 2-D one. */
+	for (int i = 0, j = 2 - w.nsp; i < w.nsp; i++, j++) {
+		p.stride[j] = (int)w.s[i], p.dilation[j] = (int)w.d[i];
+		p.pad_lo[j] = (int)w.lo[i], p.pad_hi[j] = (int)w.hi[i];
+	}
+	if (w.nsp == 1)
+		p.stride[0] = p.dilation[0] = 1;
+	p.groups = (int)attr_i(n, "group", 1);
+	x = to4d(c, x);
+	k = to4d(c, k);
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_conv2d(c->g, x, k, &p));
+	if (y >= 0 && has_in(n, 2)) {
+		int bias = in(c, n, 2), dim1[1] = { 1 };
+
+		sy = shape_of(c, y);
+		if (bias >= 0)
+			bias = chk(c, vtpu_g_broadcast(c->g, bias, 4, sy.dims, dim1));
+		y = bias < 0 ? bias : chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, bias));
+	}
+	if (y >= 0 && w.nsp == 1) {
+		int64_t t[3];
+
+		sy = shape_of(c, y);
+		t[0] = sy.dims[0], t[1] = sy.dims[1], t[2] = sy.dims[3];
+		y = reshape(c, y, 3, t);
+	}
+	return out(c, n, 0, y);
+}
+
+/* The count of real (unpadded) inputs under each window, [OH, OW]. */
+static int pool_counts(struct ctx *c, const int64_t o[2],
+		       const int64_t in2[2], const int64_t s[2], const int64_t dl[2],
+		       const int64_t lo[2], const int64_t k[2])
+{
+	struct vtpu_shape cs = { VTPU_F32, 2, { o[0], o[1] } };
+	float *cnt = calloc(o[0] * o[1], sizeof(*cnt));
+	int v;
+
+	if (!cnt)
+		return fail(c, "out of memory");
+	for (int64_t i = 0; i < o[0]; i++)
+		for (int64_t j = 0; j < o[1]; j++)
+			for (int64_t a = 0; a < k[0]; a++)
+				for (int64_t b = 0; b < k[1]; b++) {
+					int64_t y = i * s[0] + a * dl[0] - lo[0];
+					int64_t x = j * s[1] + b * dl[1] - lo[1];
+
+					if (y >= 0 && y < in2[0] && x >= 0 && x < in2[1])
+						cnt[i * o[1] + j] += 1;
+				}
+	v = chk(c, vtpu_g_constant(c->g, &cs, cnt));
+	free(cnt);
+	return v;
+}
+
+/*
+ * MaxPool/AveragePool: the padded input's kernel_h * kernel_w strided
+ * slices, one per window offset, combined by max or add.
+ */
+static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	bool is_max = d->arg;
+	int x = in(c, n, 0), acc = -1, m;
+	struct vtpu_shape sx;
+	struct window w = { 0 };
+	int64_t kv[4], lo[R] = { 0 }, hi[R] = { 0 };
+	int64_t o[2] = { 1, 1 }, in2[2] = { 1, 1 }, s[2] = { 1, 1 }, dl[2] = { 1, 1 };
+	int64_t pl[2] = { 0, 0 }, k[2] = { 1, 1 };
+
+	if (x < 0)
+		return x;
+	if (n->n_output > 1 && n->output[1][0])
+		return fail(c, "unsupported Indices output");
+	if (attr_i(n, "ceil_mode", 0))
+		return fail(c, "unsupported ceil_mode=1");
+	sx = shape_of(c, x);
+	if (sx.rank != 3 && sx.rank != 4)
+		return fail(c, "unsupported %d-D pooling (1-D and 2-D only)",
+			    sx.rank - 2);
+	w.nsp = sx.rank - 2;
+	m = attr_ints(c, n, "kernel_shape", kv, 2);
+	if (m != w.nsp)
+		return fail(c, "kernel_shape must have %d values", w.nsp);
+	for (int i = 0; i < w.nsp; i++)
+		w.in[i] = sx.dims[2 + i], w.k[i] = kv[i];
+	/* One slice per window offset: keep the graph a sane size. */
+	if (kv[0] < 1 || kv[0] > 64 || (w.nsp == 2 && (kv[1] < 1 || kv[1] > 64)))
+		return fail(c, "unsupported kernel_shape (1..64 per axis)");
+	if (window(c, n, &w))
+		return -EINVAL;
+	for (int i = 0, j = 2 - w.nsp; i < w.nsp; i++, j++) {
+		o[j] = w.o[i], in2[j] = w.in[i], s[j] = w.s[i], dl[j] = w.d[i];
+		pl[j] = w.lo[i], k[j] = w.k[i];
+		lo[2 + j] = w.lo[i], hi[2 + j] = w.hi[i];
+	}
+	x = to4d(c, x);
+	if (x >= 0 && (lo[2] || lo[3] || hi[2] || hi[3]))
+		x = chk(c, vtpu_g_pad(c->g, x, lo, hi, is_max ? -INFINITY : 0.0));
+	if (x < 0)
+		return x;
+	sx = shape_of(c, x);
+	for (int64_t a = 0; a < k[0]; a++)
+		for (int64_t b = 0; b < k[1]; b++) {
+			int64_t st[4] = { 0, 0, a * dl[0], b * dl[1] };
+			int64_t lim[4] = { sx.dims[0], sx.dims[1],
+					   st[2] + (o[0] - 1) * s[0] + 1,
+					   st[3] + (o[1] - 1) * s[1] + 1 };
+			int64_t step[4] = { 1, 1, s[0], s[1] };
+			int sl = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+
+			if (sl < 0)
+				return sl;
+			acc = acc < 0 ? sl : chk(c, vtpu_g_binary(c->g,
+					is_max ? VTPU_MAX : VTPU_ADD, acc, sl));
+			if (acc < 0)
+				return acc;
+		}
+	if (!is_max) {
+		int cnt;
+
+		if (attr_i(n, "count_include_pad", 0)) {
+			cnt = splat(c, (double)(k[0] * k[1]), acc);
+		} else {
+			static const int dims23[2] = { 2, 3 };
+			struct vtpu_shape sa = shape_of(c, acc);
+
+			cnt = pool_counts(c, o, in2, s, dl, pl, k);
+			cnt = cnt < 0 ? cnt : chk(c, vtpu_g_broadcast(c->g, cnt, 4,
+							sa.dims, dims23));
+		}
+		acc = cnt < 0 ? cnt : chk(c, vtpu_g_binary(c->g, VTPU_DIV, acc, cnt));
+	}
+	if (acc >= 0 && w.nsp == 1) {
+		struct vtpu_shape sa = shape_of(c, acc);
+		int64_t t[3] = { sa.dims[0], sa.dims[1], sa.dims[3] };
+
+		acc = reshape(c, acc, 3, t);
+	}
+	return out(c, n, 0, acc);
+}
+
+/* GlobalAveragePool/GlobalMaxPool: reduce over the spatial axes, kept. */
+static int op_global_pool(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), axes[R], y;
+	struct vtpu_shape s;
+
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (s.rank < 3)
+		return fail(c, "input must have spatial dimensions");
+	for (int i = 2; i < s.rank; i++)
+		axes[i - 2] = i, s.dims[i] = 1;
+	y = chk(c, vtpu_g_reduce(c->g, d->arg, x, s.rank - 2, axes));
+	return out(c, n, 0, y < 0 ? y : reshape(c, y, s.rank, s.dims));
+}
+
+/* Inference batch norm: (x - mean) / sqrt(var + eps) * scale + B. */
+static int op_batchnorm(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), p[4], dim1[1] = { 1 }, y, den;
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (attr_i(n, "training_mode", 0) || (n->n_output > 1 && n->output[1][0]))
+		return fail(c, "unsupported training mode");
+	if (attr_i(n, "spatial", 1) != 1)
+		return fail(c, "unsupported spatial=0");
+	s = shape_of(c, x);
+	if (s.rank < 2)
+		return fail(c, "input must have a channel dimension");
+	for (int i = 0; i < 4; i++) {
+		p[i] = in(c, n, i + 1);
+		if (p[i] >= 0 && shape_of(c, p[i]).rank != 1)
+			return fail(c, "input %d must be 1-D", i + 1);
+		p[i] = p[i] < 0 ? p[i] :
+			chk(c, vtpu_g_broadcast(c->g, p[i], s.rank, s.dims, dim1));
+		if (p[i] < 0)
+			return p[i];
+	}
+	den = binary(c, VTPU_ADD, p[3], splat(c, attr_f(n, "epsilon", 1e-5f), x));
+	den = den < 0 ? den : chk(c, vtpu_g_unary(c->g, VTPU_RSQRT, den));
+	y = binary(c, VTPU_SUB, x, p[2]);
+	y = y < 0 || den < 0 ? -EINVAL : binary(c, VTPU_MUL, y, den);
+	y = y < 0 ? y : binary(c, VTPU_MUL, y, p[0]);
+	y = y < 0 ? y : binary(c, VTPU_ADD, y, p[1]);
+	return out(c, n, 0, y);
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+enum { PRE_NONE, PRE_SQUARE, PRE_ABS, PRE_EXP };
+enum { POST_NONE, POST_SQRT, POST_LOG };
+
+/*
+ * Reduce*: d->arg is the reduce op, d->arg2 packs pre (low byte), post
+ * (second byte) and the opset from which axes is an input (>> 16).
+ */
+static int op_reduce(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), pre = d->arg2 & 0xff, post = (d->arg2 >> 8) & 0xff;
+	int64_t av[R], kd[R];
+	int na = 0, axes[R], y, nk = 0;
+	bool red[R] = { false };
+	struct vtpu_shape s;
+
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (c->opset >= (d->arg2 >> 16)) {
+		if (has_in(n, 1) && (na = in_ints(c, n, 1, av, R, "axes")) < 0)
+			return na;
+	} else if ((na = attr_ints(c, n, "axes", av, R)) < -1) {
+		return -EINVAL;
+	}
+	na = na < 0 ? 0 : na;
+	if (!na && attr_i(n, "noop_with_empty_axes", 0))
+		return op_identity(c, n, d);
+	for (int i = 0; i < na; i++) {
+		int a = axis_norm(c, av[i], s.rank);
+
+		if (a < 0)
+			return a;
+		red[a] = true;
+	}
+	na = 0;
+	for (int i = 0; i < s.rank; i++)
+		if (red[i])
+			axes[na++] = i;
+	if (!na)	/* empty axes: all of them */
+		for (int i = 0; i < s.rank; i++)
+			axes[na++] = i, red[i] = true;
+	if (pre == PRE_SQUARE)
+		x = chk(c, vtpu_g_binary(c->g, VTPU_MUL, x, x));
+	else if (pre == PRE_ABS)
+		x = chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
+	else if (pre == PRE_EXP)
+		x = chk(c, vtpu_g_unary(c->g, VTPU_EXP, x));
+	y = x < 0 ? x : chk(c, vtpu_g_reduce(c->g, d->arg, x, na, axes));
+	if (y >= 0 && post == POST_SQRT)
+		y = chk(c, vtpu_g_unary(c->g, VTPU_SQRT, y));
+	else if (y >= 0 && post == POST_LOG)
+		y = chk(c, vtpu_g_unary(c->g, VTPU_LOG, y));
+	if (y >= 0 && attr_i(n, "keepdims", 1)) {
+		for (int i = 0; i < s.rank; i++)
+			kd[nk++] = red[i] ? 1 : s.dims[i];
+		y = reshape(c, y, nk, kd);
+	}
+	return out(c, n, 0, y);
+}
+
+/* ---- shape manipulation ---------------------------------------------------- */
+
+static int op_reshape(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), m, neg = -1;
+	int64_t t[R], known = 1;
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (c->opset < 5) {
+		if ((m = attr_ints(c, n, "shape", t, R)) < 0)
+			return m < -1 ? -EINVAL : fail(c, "missing shape");
+	} else if ((m = in_ints(c, n, 1, t, R, "shape")) < 0) {
+		return m;
+	}
+	for (int i = 0; i < m; i++) {
+		if (t[i] == 0 && !attr_i(n, "allowzero", 0)) {
+			if (i >= s.rank)
+				return fail(c, "shape[%d] = 0 beyond the input rank", i);
+			t[i] = s.dims[i];
+		}
+		if (t[i] == -1) {
+			if (neg >= 0)
+				return fail(c, "two -1 dimensions in shape");
+			neg = i;
+		} else if (t[i] < 1) {
+			return fail(c, "unsupported dimension %lld in shape",
+				    (long long)t[i]);
+		} else {
+			known *= t[i];
+		}
+	}
+	if (neg >= 0)
+		t[neg] = prod(s.dims, 0, s.rank) / known;
+	return out(c, n, 0, reshape(c, x, m, t));
+}
+
+static int op_flatten(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax;
+	struct vtpu_shape s;
+	int64_t t[2];
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = (int)attr_i(n, "axis", 1);
+	if (ax < -s.rank || ax > s.rank)
+		return fail(c, "axis %d out of range", ax);
+	ax = ax < 0 ? ax + s.rank : ax;
+	t[0] = prod(s.dims, 0, ax);
+	t[1] = prod(s.dims, ax, s.rank);
+	return out(c, n, 0, reshape(c, x, 2, t));
+}
+
+static int op_transpose(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), perm[R], m;
+	int64_t pv[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	m = attr_ints(c, n, "perm", pv, R);
+	if (m < -1)
+		return -EINVAL;
+	if (m >= 0 && m != s.rank)
+		return fail(c, "perm has %d values for rank %d", m, s.rank);
+	for (int i = 0; i < s.rank; i++)
+		perm[i] = m < 0 ? s.rank - 1 - i : (int)pv[i];
+	return out(c, n, 0, chk(c, vtpu_g_transpose(c->g, x, perm)));
+}
+
+static int op_concat(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[64], ax, nv = 0;
+
+	(void)d;
+	if (n->n_input > 64)
+		return fail(c, "too many inputs (%zu)", n->n_input);
+	for (size_t i = 0; i < n->n_input; i++)
+		if ((v[nv++] = in(c, n, i)) < 0)
+			return -EINVAL;
+	if (!nv)
+		return fail(c, "no inputs");
+	ax = axis_norm(c, attr_i(n, "axis", 0), shape_of(c, v[0]).rank);
+	if (ax < 0)
+		return ax;
+	if (nv == 1)
+		return out(c, n, 0, v[0]);
+	return out(c, n, 0, chk(c, vtpu_g_concat(c->g, nv, v, ax)));
+}
+
+/* Slice: numpy clamping; negative steps become a take() of the indices. */
+static int op_slice(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ns, ne, na = -1, nst = -1;
+	int64_t st[R], en[R], ax[R], sp[R], lo[R], lim[R], step[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (c->opset < 10) {
+		ns = attr_ints(c, n, "starts", st, R);
+		ne = attr_ints(c, n, "ends", en, R);
+		na = attr_ints(c, n, "axes", ax, R);
+	} else {
+		ns = in_ints(c, n, 1, st, R, "starts");
+		ne = ns < 0 ? ns : in_ints(c, n, 2, en, R, "ends");
+		if (ne >= 0 && has_in(n, 3))
+			na = in_ints(c, n, 3, ax, R, "axes");
+		if (ne >= 0 && has_in(n, 4))
+			nst = in_ints(c, n, 4, sp, R, "steps");
+	}
+	if (c->failed)
+		return -EINVAL;
+	if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+		return fail(c, "starts, ends, axes and steps must have equal lengths");
+	for (int i = 0; i < s.rank; i++)
+		lo[i] = 0, lim[i] = s.dims[i], step[i] = 1;
+	for (int i = 0; i < ns; i++) {
+		int a = axis_norm(c, na >= 0 ? ax[i] : i, s.rank);
+		int64_t dim, b, e, k = nst >= 0 ? sp[i] : 1;
+
+		if (a < 0)
+			return a;
+		if (k == 0)
+			return fail(c, "step 0");
+		dim = s.dims[a];
+		b = st[i] < 0 ? st[i] + dim : st[i];
+		e = en[i] < 0 && en[i] > INT64_MIN ? en[i] + dim : en[i];
+		if (k > 0) {
+			b = b < 0 ? 0 : b > dim ? dim : b;
+			e = e < 0 ? 0 : e > dim ? dim : e;
+			if (e <= b)
+				return fail(c, "empty slice on axis %d", a);
+			lo[a] = b, lim[a] = e, step[a] = k;
+		} else {
+			int64_t idx[MAX_TAKE];
+			int cnt = 0;
+
+			b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+			e = en[i] < -dim ? -1 : e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+			for (int64_t j = b; j > e && cnt < MAX_TAKE; j += k)
+				idx[cnt++] = j;
+			if (!cnt)
+				return fail(c, "empty slice on axis %d", a);
+			/* The take leaves the axis whole for the final slice. */
+			x = take(c, x, a, idx, cnt);
+			if (x < 0)
+				return x;
+			lim[a] = cnt;
+		}
+	}
+	return out(c, n, 0, chk(c, vtpu_g_slice(c->g, x, lo, lim, step)));
+}
+
+/* The axes of Squeeze/Unsqueeze: an attribute before opset 13, else input 1. */
+static int sq_axes(struct ctx *c, node_t *n, int64_t *ax)
+{
+	if (c->opset >= 13)
+		return has_in(n, 1) ? in_ints(c, n, 1, ax, R, "axes") : -1;
+	return attr_ints(c, n, "axes", ax, R);
+}
+
+static int op_squeeze(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), m, nr = 0;
+	int64_t ax[R], t[R];
+	bool drop[R] = { false };
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	m = sq_axes(c, n, ax);
+	if (c->failed)
+		return -EINVAL;
+	for (int i = 0; i < m; i++) {
+		int a = axis_norm(c, ax[i], s.rank);
+
+		if (a < 0)
+			return a;
+		if (s.dims[a] != 1)
+			return fail(c, "cannot squeeze axis %d of size %lld", a,
+				    (long long)s.dims[a]);
+		drop[a] = true;
+	}
+	for (int i = 0; i < s.rank; i++)
+		if (!(m < 0 ? s.dims[i] == 1 : drop[i]))
+			t[nr++] = s.dims[i];
+	return out(c, n, 0, reshape(c, x, nr, t));
+}
+
+static int op_unsqueeze(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), m, rank, k = 0;
+	int64_t ax[R], t[R];
+	bool add[R] = { false };
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	m = sq_axes(c, n, ax);
+	if (c->failed)
+		return -EINVAL;
+	if (m < 0)
+		return fail(c, "missing axes");
+	rank = s.rank + m;
+	if (rank > R)
+		return fail(c, "rank %d exceeds %d", rank, R);
+	for (int i = 0; i < m; i++) {
+		int a = axis_norm(c, ax[i], rank);
+
+		if (a < 0)
+			return a;
+		add[a] = true;
+	}
+	for (int i = 0; i < rank; i++)
+		t[i] = add[i] ? 1 : s.dims[k++];
+	return out(c, n, 0, reshape(c, x, rank, t));
+}
+
+static int op_expand(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), m, rank;
+	int64_t t[R], dims[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if ((m = in_ints(c, n, 1, t, R, "shape")) < 0)
+		return m;
+	s = shape_of(c, x);
+	/* The result is the numpy broadcast of both shapes. */
+	rank = m > s.rank ? m : s.rank;
+	for (int i = 0; i < rank; i++) {
+		int ia = i - (rank - s.rank), ib = i - (rank - m);
+		int64_t da = ia >= 0 ? s.dims[ia] : 1, db = ib >= 0 ? t[ib] : 1;
+
+		if (da != db && da != 1 && db != 1)
+			return fail(c, "cannot expand %lld to %lld", (long long)da,
+				    (long long)db);
+		dims[i] = da == 1 ? db : da;
+	}
+	return out(c, n, 0, bcast_to(c, x, rank, dims));
+}
+
+static int op_pad(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), m, na = -1;
+	int64_t p[2 * R], ax[R], lo[R] = { 0 }, hi[R] = { 0 };
+	double val = 0;
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (!attr_s_is(n, "mode", "constant", "constant"))
+		return fail(c, "unsupported mode (constant only)");
+	s = shape_of(c, x);
+	if (c->opset < 11) {
+		m = attr_ints(c, n, c->opset < 2 ? "paddings" : "pads", p, 2 * R);
+		val = attr_f(n, "value", 0);
+	} else {
+		m = in_ints(c, n, 1, p, 2 * R, "pads");
+		if (m >= 0 && has_in(n, 2)) {
+			const struct cval *cv = cin(c, n, 2, "constant_value");
+
+			if (!cv || cv_float(c, cv, &val, "constant_value"))
+				return -EINVAL;
+		}
+		if (m >= 0 && has_in(n, 3))
+			na = in_ints(c, n, 3, ax, R, "axes");
+	}
+	if (c->failed)
+		return -EINVAL;
+	if (na < 0) {
+		na = s.rank;
+		for (int i = 0; i < na; i++)
+			ax[i] = i;
+	}
+	if (m != 2 * na)
+		return fail(c, "pads has %d values for %d axes", m, na);
+	for (int i = 0; i < na; i++) {
+		int a = axis_norm(c, ax[i], s.rank);
+
+		if (a < 0)
+			return a;
+		if (p[i] < 0 || p[i + na] < 0)
+			return fail(c, "unsupported negative pads");
+		lo[a] = p[i], hi[a] = p[i + na];
+	}
+	return out(c, n, 0, chk(c, vtpu_g_pad(c->g, x, lo, hi, val)));
+}
+
+/* Gather with constant indices: take() along axis, then the index shape. */
+static int op_gather(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, rank = 0, ni;
+	const struct cval *iv;
+	int64_t idx[MAX_TAKE], t[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank);
+	if (ax < 0)
+		return ax;
+	if (has_in(n, 1) && (!lookup(c, n->input[1]) || !lookup(c, n->input[1])->c))
+		return fail(c, "unsupported non-constant indices");
+	iv = cin(c, n, 1, "indices");
+	if (!iv || (ni = cv_ints(c, iv, idx, MAX_TAKE, "indices")) < 0)
+		return -EINVAL;
+	if (!ni)
+		return fail(c, "unsupported empty indices");
+	for (int i = 0; i < ni; i++) {
+		if (idx[i] < -s.dims[ax] || idx[i] >= s.dims[ax])
+			return fail(c, "index %lld out of range", (long long)idx[i]);
+		idx[i] += idx[i] < 0 ? s.dims[ax] : 0;
+	}
+	if (s.rank - 1 + iv->rank > R)
+		return fail(c, "result rank exceeds %d", R);
+	for (int i = 0; i < ax; i++)
+		t[rank++] = s.dims[i];
+	for (int i = 0; i < iv->rank; i++)
+		t[rank++] = iv->dims[i];
+	for (int i = ax + 1; i < s.rank; i++)
+		t[rank++] = s.dims[i];
+	x = take(c, x, ax, idx, ni);
+	return out(c, n, 0, x < 0 ? x : reshape(c, x, rank, t));
+}
+
+/* ---- constants --------------------------------------------------------------- */
+
+/* A host constant of @type and @n elements from @data (copied). */
+static struct cval *cval_new(enum vtpu_type type, int rank, const int64_t *dims,
+			     const void *data, int64_t n)
+{
+	struct cval *cv = calloc(1, sizeof(*cv));
+
+	if (!cv)
+		return NULL;
+	cv->type = type;
+	cv->rank = rank;
+	if (rank)
+		memcpy(cv->dims, dims, rank * sizeof(*dims));
+	cv->n = n;
+	cv->data = malloc(n ? n * esize(type) : 1);
+	if (!cv->data) {
+		free(cv);
+		return NULL;
+	}
+	if (n)
+		memcpy(cv->data, data, n * esize(type));
+	return cv;
+}
+
+/* Decodes a TensorProto: raw_data (little-endian) or the typed field. */
+static struct cval *tensor(struct ctx *c, const Onnx__TensorProto *t)
+{
+	bool ok;
+	enum vtpu_type ty = onnx_type(t->data_type, &ok);
+	int64_t n = 1, es;
+	struct cval *cv;
+	const char *nm = t->name ? t->name : "";
+
+	if (!ok) {
+		fail(c, "tensor '%s': unsupported element type %s", nm,
+		     onnx_type_name(t->data_type));
+		return NULL;
+	}
+	if (t->has_data_location &&
+	    t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		fail(c, "tensor '%s': unsupported external data", nm);
+		return NULL;
+	}
+	if (t->n_dims > R) {
+		fail(c, "tensor '%s': rank %zu exceeds %d", nm, t->n_dims, R);
+		return NULL;
+	}
+	for (size_t i = 0; i < t->n_dims; i++) {
+		if (t->dims[i] < 0 || t->dims[i] > (1ll << 32)) {
+			fail(c, "tensor '%s': bad dimension %lld", nm,
+			     (long long)t->dims[i]);
+			return NULL;
+		}
+		n *= t->dims[i];
+		if (n > (1ll << 32)) {
+			fail(c, "tensor '%s' is too large", nm);
+			return NULL;
+		}
+	}
+	es = esize(ty);
+	cv = cval_new(ty, (int)t->n_dims, t->dims, NULL, 0);
+	if (!cv)
+		goto oom;
+	free(cv->data);
+	cv->n = n;
+	cv->data = calloc(n ? n : 1, es);
+	if (!cv->data)
+		goto oom;
+	if (t->has_raw_data && t->raw_data.len) {
+		if (t->raw_data.len != (size_t)(n * es))
+			goto size;
+		memcpy(cv->data, t->raw_data.data, n * es);	/* hosts are LE */
+	} else if (ty == VTPU_F32) {
+		if (t->n_float_data != (size_t)n)
+			goto size;
+		if (n)
+			memcpy(cv->data, t->float_data, n * es);
+	} else if (ty == VTPU_S64) {
+		if (t->n_int64_data != (size_t)n)
+			goto size;
+		if (n)
+			memcpy(cv->data, t->int64_data, n * es);
+	} else {
+		/* int32_data carries int32, bool and bf16 bits. */
+		if (t->n_int32_data != (size_t)n)
+			goto size;
+		for (int64_t i = 0; i < n; i++) {
+			int32_t v = t->int32_data[i];
+
+			if (ty == VTPU_S32)
+				((int32_t *)cv->data)[i] = v;
+			else if (ty == VTPU_BF16)
+				((uint16_t *)cv->data)[i] = (uint16_t)v;
+			else
+				((uint8_t *)cv->data)[i] = v != 0;
+		}
+	}
+	return cv;
+size:
+	cval_free(cv);
+	fail(c, "tensor '%s': data does not match %lld elements of %s", nm,
+	     (long long)n, onnx_type_name(t->data_type));
+	return NULL;
+oom:
+	cval_free(cv);
+	fail(c, "out of memory");
+	return NULL;
+}
+
+static int keep_const(struct ctx *c, node_t *n, struct cval *cv)
+{
+	if (!cv)
+		return -EINVAL;
+	if (n->n_output < 1) {
+		cval_free(cv);
+		return fail(c, "missing output 0");
+	}
+	if (define(c, n->output[0], -1, cv)) {
+		cval_free(cv);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int op_constant(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const Onnx__AttributeProto *a;
+	struct cval *cv = NULL;
+	int64_t cnt;
+
+	(void)d;
+	if ((a = attr(n, "value")) && a->t)
+		cv = tensor(c, a->t);
+	else if ((a = attr(n, "value_float")) && a->has_f)
+		cv = cval_new(VTPU_F32, 0, NULL, &a->f, 1);
+	else if ((a = attr(n, "value_int")) && a->has_i)
+		cv = cval_new(VTPU_S64, 0, NULL, &a->i, 1);
+	else if ((a = attr(n, "value_floats"))) {
+		cnt = (int64_t)a->n_floats;
+		cv = cval_new(VTPU_F32, 1, &cnt, a->floats, cnt);
+	} else if ((a = attr(n, "value_ints"))) {
+		cnt = (int64_t)a->n_ints;
+		cv = cval_new(VTPU_S64, 1, &cnt, a->ints, cnt);
+	} else {
+		return fail(c, "unsupported value kind");
+	}
+	if (!cv && !c->failed)
+		return fail(c, "out of memory");
+	return keep_const(c, n, cv);
+}
+
+/* Shape: static, so a host constant. */
+static int op_shape(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	struct val *v = has_in(n, 0) ? lookup(c, n->input[0]) : NULL;
+	int64_t dims[R], st, en, cnt;
+	int rank;
+
+	(void)d;
+	if (!v)
+		return fail(c, "input 0 is not defined");
+	if (v->id >= 0) {
+		struct vtpu_shape s = shape_of(c, v->id);
+
+		rank = s.rank;
+		memcpy(dims, s.dims, sizeof(dims));
+	} else {
+		rank = v->c->rank;
+		memcpy(dims, v->c->dims, sizeof(dims));
+	}
+	st = attr_i(n, "start", 0);
+	en = attr_i(n, "end", rank);
+	st = st < 0 ? st + rank : st;
+	en = en < 0 ? en + rank : en;
+	st = st < 0 ? 0 : st > rank ? rank : st;
+	en = en < st ? st : en > rank ? rank : en;
+	cnt = en - st;
+	return keep_const(c, n, cval_new(VTPU_S64, 1, &cnt, dims + st, cnt));
+}
+
+/* ConstantOfShape: a host constant filled with the value attribute. */
+static int op_constant_of_shape(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const Onnx__AttributeProto *a = attr(n, "value");
+	struct cval *fill = NULL, *cv;
+	int64_t dims[R], cnt = 1;
+	float zero = 0;
+	int m, es;
+
+	(void)d;
+	if ((m = in_ints(c, n, 0, dims, R, "shape")) < 0)
+		return m;
+	for (int i = 0; i < m; i++) {
+		if (dims[i] < 0 || (cnt *= dims[i]) > (1 << 24))
+			return fail(c, "unsupported shape (at most 2^24 elements)");
+	}
+	fill = a && a->t ? tensor(c, a->t) : cval_new(VTPU_F32, 0, NULL, &zero, 1);
+	if (!fill)
+		return c->failed ? -EINVAL : fail(c, "out of memory");
+	if (fill->n != 1) {
+		cval_free(fill);
+		return fail(c, "value must have one element");
+	}
+	es = esize(fill->type);
+	cv = cval_new(fill->type, m, dims, NULL, 0);
+	if (cv) {
+		free(cv->data);
+		cv->n = cnt;
+		cv->data = malloc(cnt ? cnt * es : 1);
+		if (!cv->data) {
+			free(cv);
+			cv = NULL;
+		}
+	}
+	for (int64_t i = 0; cv && i < cnt; i++)
+		memcpy((char *)cv->data + i * es, fill->data, es);
+	cval_free(fill);
+	if (!cv)
+		return fail(c, "out of memory");
+	return keep_const(c, n, cv);
+}
+
+/* Size: the element count, a host constant. */
+static int op_size(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	struct val *v = has_in(n, 0) ? lookup(c, n->input[0]) : NULL;
+	int64_t cnt;
+
+	(void)d;
+	if (!v)
+		return fail(c, "input 0 is not defined");
+	if (v->id >= 0) {
+		struct vtpu_shape s = shape_of(c, v->id);
+
+		cnt = prod(s.dims, 0, s.rank);
+	} else {
+		cnt = v->c->n;
+	}
+	return keep_const(c, n, cval_new(VTPU_S64, 0, NULL, &cnt, 1));
+}
+
+/* Split: one slice per output, sizes from split (attr/input) or equal. */
+static int op_split(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, m = -1, no = (int)n->n_output;
+	int64_t sz[64], lo[R] = { 0 }, lim[R], step[R], at = 0;
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (no < 1 || no > 64)
+		return fail(c, "unsupported %d outputs", no);
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank);
+	if (ax < 0)
+		return ax;
+	if (c->opset < 13)
+		m = attr_ints(c, n, "split", sz, 64);
+	else if (has_in(n, 1))
+		m = in_ints(c, n, 1, sz, 64, "split");
+	if (c->failed)
+		return -EINVAL;
+	if (m < 0) {
+		/* Equal parts; the last may be smaller (opset 18). */
+		int64_t part = (s.dims[ax] + no - 1) / no;
+
+		for (int i = 0; i < no; i++)
+			sz[i] = i < no - 1 ? part : s.dims[ax] - part * (no - 1);
+		m = no;
+	}
+	if (m != no)
+		return fail(c, "split has %d sizes for %d outputs", m, no);
+	for (int i = 0; i < s.rank; i++)
+		lim[i] = s.dims[i], step[i] = 1;
+	for (int i = 0; i < no; i++) {
+		if (sz[i] < 1 || at + sz[i] > s.dims[ax])
+			return fail(c, "bad split size %lld", (long long)sz[i]);
+		lo[ax] = at;
+		lim[ax] = at += sz[i];
+		if (n->output[i][0] &&
+		    out(c, n, i, chk(c, vtpu_g_slice(c->g, x, lo, lim, step))) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Selu: gamma * select(x > 0, x, alpha * (exp(x) - 1)). */
+static int op_selu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), e, p, y;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	e = binary(c, VTPU_SUB, chk(c, vtpu_g_unary(c->g, VTPU_EXP, x)),
+		   splat(c, 1, x));
+	e = binary(c, VTPU_MUL, e,
+		   splat(c, attr_f(n, "alpha", 1.67326319217681884765625f), x));
+	p = chk(c, vtpu_g_compare(c->g, VTPU_GT, x, splat(c, 0, x)));
+	if (e < 0 || p < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_select(c->g, p, x, e));
+	y = binary(c, VTPU_MUL, y,
+		   splat(c, attr_f(n, "gamma", 1.05070102214813232421875f), x));
+	return out(c, n, 0, y);
+}
+
+/* HardSigmoid: max(0, min(1, alpha * x + beta)). */
+static int op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), y;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	y = binary(c, VTPU_MUL, x, splat(c, attr_f(n, "alpha", 0.2f), x));
+	y = binary(c, VTPU_ADD, y, splat(c, attr_f(n, "beta", 0.5f), x));
+	y = binary(c, VTPU_MIN, y, splat(c, 1, x));
+	y = binary(c, VTPU_MAX, y, splat(c, 0, x));
+	return out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/*
+ * (x - mean) * rsqrt(var + eps) over @na axes; @stats (optional)
+ * receives the reduced mean and rsqrt(var + eps).
+ */
+static int normalize(struct ctx *c, int x, int na, const int *axes, float eps,
+		     int *stats)
+{
+	struct vtpu_shape s = shape_of(c, x);
+	int keep[R], nk = 0, mean, var, dx;
+	bool red[R] = { false };
+
+	for (int i = 0; i < na; i++)
+		red[axes[i]] = true;
+	for (int i = 0; i < s.rank; i++)
+		if (!red[i])
+			keep[nk++] = i;
+	mean = chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, x, na, axes));
+	mean = mean < 0 ? mean : chk(c, vtpu_g_broadcast(c->g, mean, s.rank,
+							 s.dims, keep));
+	dx = mean < 0 ? mean : chk(c, vtpu_g_binary(c->g, VTPU_SUB, x, mean));
+	var = dx < 0 ? dx : chk(c, vtpu_g_binary(c->g, VTPU_MUL, dx, dx));
+	var = var < 0 ? var : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, var,
+						   na, axes));
+	var = var < 0 ? var : binary(c, VTPU_ADD, var, splat(c, eps, var));
+	var = var < 0 ? var : chk(c, vtpu_g_unary(c->g, VTPU_RSQRT, var));
+	if (stats && var >= 0) {
+		stats[0] = chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, x, na,
+						 axes));
+		stats[1] = var;
+	}
+	var = var < 0 ? var : chk(c, vtpu_g_broadcast(c->g, var, s.rank, s.dims,
+						      keep));
+	return var < 0 ? var : chk(c, vtpu_g_binary(c->g, VTPU_MUL, dx, var));
+}
+
+/* LayerNormalization: normalize over axis.., then scale and bias. */
+static int op_layernorm(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, axes[R], na = 0, y, sc, st[2] = { -1, -1 };
+	int64_t kd[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", -1), s.rank);
+	if (ax < 0)
+		return ax;
+	for (int i = 0; i < s.rank; i++)
+		kd[i] = i < ax ? s.dims[i] : 1;
+	for (int i = ax; i < s.rank; i++)
+		axes[na++] = i;
+	y = normalize(c, x, na, axes, attr_f(n, "epsilon", 1e-5f), st);
+	/* Mean and InvStdDev keep the normalized axes as 1s. */
+	for (size_t i = 1; i < n->n_output && i < 3 && y >= 0; i++)
+		if (n->output[i][0] &&
+		    out(c, n, i, reshape(c, st[i - 1], s.rank, kd)) < 0)
+			return -EINVAL;
+	sc = y < 0 ? y : in(c, n, 1);
+	y = sc < 0 ? sc : binary(c, VTPU_MUL, y, sc);
+	if (y >= 0 && has_in(n, 2))
+		y = binary(c, VTPU_ADD, y, in(c, n, 2));
+	return out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/* InstanceNormalization: normalize over the spatial axes, per channel. */
+static int op_instnorm(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), axes[R], na = 0, y, p[2], dim1[1] = { 1 };
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (s.rank < 3)
+		return fail(c, "input must have spatial dimensions");
+	for (int i = 2; i < s.rank; i++)
+		axes[na++] = i;
+	y = normalize(c, x, na, axes, attr_f(n, "epsilon", 1e-5f), NULL);
+	for (int i = 0; i < 2 && y >= 0; i++) {
+		p[i] = in(c, n, i + 1);
+		p[i] = p[i] < 0 ? p[i] :
+			chk(c, vtpu_g_broadcast(c->g, p[i], s.rank, s.dims, dim1));
+		y = p[i] < 0 ? p[i] : chk(c, vtpu_g_binary(c->g,
+					i ? VTPU_ADD : VTPU_MUL, y, p[i]));
+	}
+	return out(c, n, 0, y);
+}
+
+/* ---- the operator table ---------------------------------------------------- */
+
+#define RED(pre, post, axes_ver)	((pre) | (post) << 8 | (axes_ver) << 16)
+#define MAXV	1000
+
+static const struct opdef ops[] = {
+	{ "Add", 1, MAXV, op_binary, VTPU_ADD, 0, "axis,broadcast" },
+	{ "Sub", 1, MAXV, op_binary, VTPU_SUB, 0, "axis,broadcast" },
+	{ "Mul", 1, MAXV, op_binary, VTPU_MUL, 0, "axis,broadcast" },
+	{ "Div", 1, MAXV, op_binary, VTPU_DIV, 0, "axis,broadcast" },
+	{ "Pow", 1, MAXV, op_binary, VTPU_POW, 0, "axis,broadcast" },
+	{ "Max", 8, MAXV, op_variadic, VTPU_MAX, 0, "" },
+	{ "Min", 8, MAXV, op_variadic, VTPU_MIN, 0, "" },
+	{ "Sum", 8, MAXV, op_variadic, VTPU_ADD, 0, "" },
+	{ "Mean", 8, MAXV, op_variadic, VTPU_ADD, 1, "" },
+	{ "Equal", 7, MAXV, op_compare, VTPU_EQ, 0, "" },
+	{ "Less", 7, MAXV, op_compare, VTPU_LT, 0, "" },
+	{ "LessOrEqual", 12, MAXV, op_compare, VTPU_LE, 0, "" },
+	{ "Greater", 7, MAXV, op_compare, VTPU_GT, 0, "" },
+	{ "GreaterOrEqual", 12, MAXV, op_compare, VTPU_GE, 0, "" },
+	{ "Where", 9, MAXV, op_where, 0, 0, "" },
+	{ "Exp", 6, MAXV, op_unary, VTPU_EXP, 0, "" },
+	{ "Log", 6, MAXV, op_unary, VTPU_LOG, 0, "" },
+	{ "Sqrt", 6, MAXV, op_unary, VTPU_SQRT, 0, "" },
+	{ "Abs", 6, MAXV, op_unary, VTPU_ABS, 0, "" },
+	{ "Neg", 6, MAXV, op_unary, VTPU_NEG, 0, "" },
+	{ "Relu", 6, MAXV, op_unary, VTPU_RELU, 0, "" },
+	{ "Sigmoid", 6, MAXV, op_unary, VTPU_LOGISTIC, 0, "" },
+	{ "Tanh", 6, MAXV, op_unary, VTPU_TANH, 0, "" },
+	{ "Gelu", 20, MAXV, op_gelu, VTPU_GELU, 0, "approximate" },
+	{ "Reciprocal", 6, MAXV, op_reciprocal, 0, 0, "" },
+	{ "LeakyRelu", 6, MAXV, op_leaky, 0, 0, "alpha" },
+	{ "PRelu", 6, MAXV, op_leaky, 1, 0, "" },
+	{ "Elu", 6, MAXV, op_elu, 0, 0, "alpha" },
+	{ "Softplus", 1, MAXV, op_softplus, 0, 0, "" },
+	{ "Clip", 6, MAXV, op_clip, 0, 0, "min,max" },
+	{ "Identity", 1, MAXV, op_identity, 0, 0, "" },
+	{ "Dropout", 7, MAXV, op_dropout, 0, 0, "ratio,seed" },
+	{ "Cast", 6, MAXV, op_cast, 0, 0, "to,saturate" },
+	{ "Softmax", 1, MAXV, op_softmax, 0, 0, "axis" },
+	{ "LogSoftmax", 1, MAXV, op_softmax, 1, 0, "axis" },
+	{ "MatMul", 1, MAXV, op_matmul, 0, 0, "" },
+	{ "Gemm", 6, MAXV, op_gemm, 0, 0, "alpha,beta,broadcast,transA,transB" },
+	{ "Conv", 1, MAXV, op_conv, 0, 0,
+	  "auto_pad,dilations,group,kernel_shape,pads,strides" },
+	{ "MaxPool", 1, MAXV, op_pool, 1, 0,
+	  "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides" },
+	{ "AveragePool", 1, MAXV, op_pool, 0, 0,
+	  "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides" },
+	{ "GlobalAveragePool", 1, MAXV, op_global_pool, VTPU_REDUCE_MEAN_OP, 0, "" },
+	{ "GlobalMaxPool", 1, MAXV, op_global_pool, VTPU_REDUCE_MAX_OP, 0, "" },
+	{ "BatchNormalization", 6, MAXV, op_batchnorm, 0, 0,
+	  "epsilon,momentum,spatial,is_test,training_mode" },
+	{ "ReduceSum", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
+	  RED(PRE_NONE, POST_NONE, 13), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceMean", 1, MAXV, op_reduce, VTPU_REDUCE_MEAN_OP,
+	  RED(PRE_NONE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceMax", 1, MAXV, op_reduce, VTPU_REDUCE_MAX_OP,
+	  RED(PRE_NONE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceMin", 1, MAXV, op_reduce, VTPU_REDUCE_MIN_OP,
+	  RED(PRE_NONE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceSumSquare", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
+	  RED(PRE_SQUARE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceL1", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
+	  RED(PRE_ABS, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceL2", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
+	  RED(PRE_SQUARE, POST_SQRT, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceLogSum", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
+	  RED(PRE_NONE, POST_LOG, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceLogSumExp", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
+	  RED(PRE_EXP, POST_LOG, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "Reshape", 1, MAXV, op_reshape, 0, 0, "shape,allowzero" },
+	{ "Flatten", 1, MAXV, op_flatten, 0, 0, "axis" },
+	{ "Transpose", 1, MAXV, op_transpose, 0, 0, "perm" },
+	{ "Concat", 4, MAXV, op_concat, 0, 0, "axis" },
+	{ "Slice", 1, MAXV, op_slice, 0, 0, "starts,ends,axes" },
+	{ "Squeeze", 1, MAXV, op_squeeze, 0, 0, "axes" },
+	{ "Unsqueeze", 1, MAXV, op_unsqueeze, 0, 0, "axes" },
+	{ "Expand", 8, MAXV, op_expand, 0, 0, "" },
+	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
+	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
+	{ "Constant", 1, MAXV, op_constant, 0, 0,
+	  "value,value_float,value_floats,value_int,value_ints" },
+	{ "Shape", 1, MAXV, op_shape, 0, 0, "start,end" },
+	{ "Size", 1, MAXV, op_size, 0, 0, "" },
+	{ "ConstantOfShape", 9, MAXV, op_constant_of_shape, 0, 0, "value" },
+	{ "Split", 2, MAXV, op_split, 0, 0, "axis,split,num_outputs" },
+	{ "Selu", 6, MAXV, op_selu, 0, 0, "alpha,gamma" },
+	{ "HardSigmoid", 6, MAXV, op_hardsigmoid, 0, 0, "alpha,beta" },
+	{ "LayerNormalization", 17, MAXV, op_layernorm, 0, 0,
+	  "axis,epsilon,stash_type" },
+	{ "InstanceNormalization", 6, MAXV, op_instnorm, 0, 0, "epsilon" },
+};
+
+static const struct opdef *find_op(const char *name, int64_t opset, bool *known)
+{
+	*known = false;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(ops[i].name, name))
+			continue;
+		*known = true;
+		if (opset >= ops[i].min && opset <= ops[i].max)
+			return &ops[i];
+	}
+	return NULL;
+}
+
+/* ---- the graph --------------------------------------------------------------- */
+
+static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
+{
+	for (size_t i = 0; i < gp->n_initializer; i++)
+		if (gp->initializer[i]->name && !strcmp(gp->initializer[i]->name, name))
+			return true;
+	return false;
+}
+
+/* The static shape of a graph input, or an error naming what is missing. */
+static int input_shape(struct ctx *c, const Onnx__ValueInfoProto *vi,
+		       struct vtpu_shape *s)
+{
+	const Onnx__TypeProto__Tensor *tt;
+	bool ok;
+
+	if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+	    !vi->type->tensor_type)
+		return fail(c, "input %s is not a tensor", vi->name);
+	tt = vi->type->tensor_type;
+	s->type = onnx_type(tt->elem_type, &ok);
+	if (!ok)
+		return fail(c, "input %s has unsupported element type %s", vi->name,
+			    onnx_type_name(tt->elem_type));
+	if (!tt->shape)
+		return fail(c, "input %s has no shape", vi->name);
+	if (tt->shape->n_dim > R)
+		return fail(c, "input %s has rank %zu (at most %d)", vi->name,
+			    tt->shape->n_dim, R);
+	s->rank = (int)tt->shape->n_dim;
+	for (int i = 0; i < s->rank; i++) {
+		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+			return fail(c, "input %s has symbolic dimension '%s'",
+				    vi->name, d->dim_param);
+		if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+		    d->dim_value < 1)
+			return fail(c, "input %s has unknown or empty dimension %d",
+				    vi->name, i);
+		s->dims[i] = d->dim_value;
+	}
+	return 0;
+}
+
+static int add_inputs(struct ctx *c, const Onnx__GraphProto *gp)
+{
+	int np = 0;
+
+	for (size_t i = 0; i < gp->n_initializer; i++) {
+		struct cval *cv = tensor(c, gp->initializer[i]);
+
+		if (!cv)
+			return -EINVAL;
+		if (!gp->initializer[i]->name) {
+			cval_free(cv);
+			return fail(c, "initializer %zu has no name", i);
+		}
+		if (define(c, gp->initializer[i]->name, -1, cv)) {
+			cval_free(cv);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < gp->n_input; i++) {
+		const Onnx__ValueInfoProto *vi = gp->input[i];
+		struct vtpu_shape s = { 0 };
+		int id;
+
+		if (!vi->name)
+			return fail(c, "input %zu has no name", i);
+		if (is_initializer(gp, vi->name))
+			continue;
+		if (input_shape(c, vi, &s))
+			return -EINVAL;
+		id = chk(c, vtpu_g_parameter(c->g, np++, &s, vi->name));
+		if (id < 0 || define(c, vi->name, id, NULL))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_attrs(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	for (size_t i = 0; i < n->n_attribute; i++) {
+		const char *a = n->attribute[i]->name ? n->attribute[i]->name : "";
+
+		if (!in_list(d->attrs, a))
+			return fail(c, "unsupported attribute %s", a);
+	}
+	return 0;
+}
+
+/* The folded value of output val @v (f32 back to s64 when @to_int). */
+static struct cval *folded(struct vtpu_graph *tg, int id,
+			   void *data, bool to_int)
+{
+	struct vtpu_shape s;
+	struct cval *cv;
+
+	vtpu_graph_shape(tg, id, &s);
+	if (!to_int || s.type != VTPU_F32)
+		return cval_new(s.type, s.rank, s.dims, data, shape_elems(&s));
+	cv = cval_new(VTPU_S64, s.rank, s.dims, NULL, 0);
+	if (!cv)
+		return NULL;
+	free(cv->data);
+	cv->n = shape_elems(&s);
+	cv->data = malloc(cv->n * sizeof(int64_t) + 1);
+	if (!cv->data) {
+		free(cv);
+		return NULL;
+	}
+	for (int64_t i = 0; i < cv->n; i++)
+		((int64_t *)cv->data)[i] = (int64_t)llroundf(((float *)data)[i]);
+	return cv;
+}
+
+/* Host constants for all new outputs of a folded node, by ir_eval(). */
+static int fold_eval(struct ctx *c, struct vtpu_graph *tg, int first,
+		     bool to_int)
+{
+	int ids[16], nout = c->nv - first, ret;
+	void *outs[16] = { NULL };
+
+	if (nout < 1 || nout > 16)
+		return -EINVAL;
+	for (int i = 0; i < nout; i++)
+		ids[i] = c->v[first + i].id;
+	if (vtpu_g_outputs(tg, nout, ids) < 0)
+		return -EINVAL;
+	ret = ir_eval(&tg->ir, NULL, outs);
+	for (int i = 0; i < nout; i++) {
+		struct cval *cv = ret ? NULL : folded(tg, ids[i], outs[i], to_int);
+
+		if (!cv)
+			ret = -EINVAL;
+		c->v[first + i].id = -1;
+		c->v[first + i].c = cv;
+		free(outs[i]);
+	}
+	return ret;
+}
+
+static bool foldable(struct ctx *c, node_t *n, const struct opdef *d,
+		     bool *has_int)
+{
+	static const char *const never =
+		"Constant,ConstantOfShape,Shape,Size,Identity,Dropout";
+	bool has_float = false;
+
+	*has_int = false;
+	if (in_list(never, d->name) || !n->n_input)
+		return false;
+	for (size_t i = 0; i < n->n_input; i++) {
+		struct val *v = n->input[i][0] ? lookup(c, n->input[i]) : NULL;
+
+		if (!n->input[i][0])
+			continue;
+		if (!v || !v->c || !v->c->n || v->c->n > MAX_FOLD)
+			return false;
+		*has_int |= v->c->type == VTPU_S64;
+		has_float |= v->c->type == VTPU_F32 || v->c->type == VTPU_BF16;
+	}
+	/* f32 results are s64 ones only when no input was really float. */
+	*has_int &= !has_float;
+	return true;
+}
+
+/*
+ * Builds a node whose inputs are all host constants into a scratch graph
+ * and evaluates it, so that shape arithmetic (Shape -> Gather -> Concat
+ * -> Reshape) yields the host constants later nodes need. 1 when
+ * folded; 0 (state restored) to build it normally.
+ */
+static int fold(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	struct vtpu_graph *main_g = c->g, *tg;
+	int saved[64], first = c->nv, ret;
+	bool has_int;
+	char *err = c->err;
+
+	if (n->n_input > 64 || !foldable(c, n, d, &has_int))
+		return 0;
+	tg = vtpu_graph_new();
+	if (!tg)
+		return 0;
+	for (size_t i = 0; i < n->n_input; i++) {
+		struct val *v = n->input[i][0] ? lookup(c, n->input[i]) : NULL;
+
+		saved[i] = v ? v->id : -1;
+		if (v)
+			v->id = -1;
+	}
+	c->g = tg;
+	c->folding = true;
+	c->err = NULL;		/* a failed fold is silent: build it normally */
+	ret = d->fn(c, n, d);
+	if (ret >= 0 && !c->failed)
+		ret = fold_eval(c, tg, first,
+				has_int && strcmp(d->name, "Cast") != 0);
+	else
+		ret = -EINVAL;
+	c->g = main_g;
+	c->folding = false;
+	c->err = err;
+	for (size_t i = 0; i < n->n_input; i++) {
+		struct val *v = n->input[i][0] ? lookup(c, n->input[i]) : NULL;
+
+		if (v)
+			v->id = saved[i];
+	}
+	if (ret < 0) {
+		for (int i = first; i < c->nv; i++)
+			cval_free(c->v[i].c);
+		c->nv = first;
+		c->failed = false;
+	}
+	vtpu_graph_free(tg);
+	return ret < 0 ? 0 : 1;
+}
+
+static int add_node(struct ctx *c, node_t *n)
+{
+	const char *dom = n->domain ? n->domain : "";
+	const struct opdef *d;
+	bool known;
+
+	c->op = n->op_type ? n->op_type : "?";
+	if (*dom && strcmp(dom, "ai.onnx"))
+		return fail(c, "unsupported operator %s (domain %s)", c->op, dom);
+	for (size_t i = 0; i < n->n_input; i++)
+		if (!n->input[i])
+			return fail(c, "malformed input %zu", i);
+	for (size_t i = 0; i < n->n_output; i++)
+		if (!n->output[i])
+			return fail(c, "malformed output %zu", i);
+	if (c->opset < 0)
+		return fail(c, "operator %s: the model imports no ai.onnx opset",
+			    c->op);
+	d = find_op(c->op, c->opset, &known);
+	if (!d)
+		return fail(c, "unsupported operator %s (opset %lld)", c->op,
+			    (long long)c->opset);
+	if (check_attrs(c, n, d))
+		return -EINVAL;
+	if (fold(c, n, d))
+		return 0;
+	if (d->fn(c, n, d) < 0 || c->failed)
+		return c->failed ? -EINVAL : fail(c, "failed");
+	return 0;
+}
+
+static int add_outputs(struct ctx *c, const Onnx__GraphProto *gp)
+{
+	int *v = calloc(gp->n_output ? gp->n_output : 1, sizeof(*v));
+	int ret;
+
+	if (!v)
+		return fail(c, "out of memory");
+	for (size_t i = 0; i < gp->n_output; i++) {
+		if (!gp->output[i]->name) {
+			free(v);
+			return fail(c, "output %zu has no name", i);
+		}
+		v[i] = value(c, gp->output[i]->name);
+		if (v[i] < 0) {
+			free(v);
+			return -EINVAL;
+		}
+	}
+	if (!gp->n_output) {
+		free(v);
+		return fail(c, "the graph has no outputs");
+	}
+	ret = chk(c, vtpu_g_outputs(c->g, (int)gp->n_output, v));
+	free(v);
+	return ret < 0 ? ret : 0;
+}
+
+static int find_opset(struct ctx *c, const Onnx__ModelProto *m)
+{
+	for (size_t i = 0; i < m->n_opset_import; i++) {
+		const char *d = m->opset_import[i]->domain;
+
+		if (!d || !*d || !strcmp(d, "ai.onnx")) {
+			c->opset = m->opset_import[i]->version;
+			return 0;
+		}
+	}
+	c->opset = -1;	/* only an error if a node needs it */
+	return 0;
+}
+
+static int build_model(struct ctx *c, const Onnx__ModelProto *m)
+{
+	const Onnx__GraphProto *gp = m->graph;
+
+	if (!gp)
+		return fail(c, "the model has no graph");
+	if (find_opset(c, m) || add_inputs(c, gp))
+		return -EINVAL;
+	for (size_t i = 0; i < gp->n_node; i++) {
+		c->node = (int)i;
+		if (add_node(c, gp->node[i]))
+			return -EINVAL;
+	}
+	c->node = -1;
+	return add_outputs(c, gp);
+}
+
+int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
+		    char *err, size_t errlen)
+{
+	struct ctx c = { .node = -1, .err = err, .errlen = errlen };
+	Onnx__ModelProto *m;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	*out = NULL;
+	m = onnx__model_proto__unpack(NULL, len, data);
+	if (!m) {
+		fail(&c, "malformed ONNX protobuf (%zu bytes)", len);
+		return -EINVAL;
+	}
+	c.g = vtpu_graph_new();
+	if (!c.g) {
+		onnx__model_proto__free_unpacked(m, NULL);
+		fail(&c, "out of memory");
+		return -ENOMEM;
+	}
+	ret = build_model(&c, m);
+	for (int i = 0; i < c.nv; i++) {
+		bool dup = false;
+
+		/* Aliases (Identity) share a host copy: free it once. */
+		for (int j = 0; j < i && !dup; j++)
+			dup = c.v[j].c == c.v[i].c;
+		if (!dup)
+			cval_free(c.v[i].c);
+	}
+	free(c.v);
+	onnx__model_proto__free_unpacked(m, NULL);
+	if (ret) {
+		vtpu_graph_free(c.g);
+		return ret == -ENOMEM ? -ENOMEM : -EINVAL;
+	}
+	*out = c.g;
+	return 0;
+}

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: vtpu_onnx_parse() reads the ONNX test models Debian ships
+ * (libonnx-testdata) into graphs whose outputs have the shapes the
+ * models' reference outputs have, and rejects unsupported operators,
+ * garbage and truncated files with -EINVAL and a message naming the
+ * problem.
+ *
+ * Every model is parsed from an exact-size heap copy, so
+ * AddressSanitizer catches any read past the end. These tests check
+ * parsing and shapes; numerics are the conformance runner's job.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir.h"
+#include "vtpu_compiler.h"
+#include "onnx.pb-c.h"
+
+#include "kselftest_harness.h"
+
+#define DATA "/usr/share/libonnx-testdata/data/"
+
+/* The whole file at @path in a malloc'd exact-size buffer, or NULL. */
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	void *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		goto out;
+	buf = malloc(n ? n : 1);
+	if (buf && fread(buf, 1, n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	*len = n;
+out:
+	fclose(f);
+	return buf;
+}
+
+static char *model_path(const char *test)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), DATA "%s/model.onnx", test);
+	return path;
+}
+
+/* Parses the model of @test; returns what vtpu_onnx_parse() returned. */
+static int parse_model(const char *test, struct vtpu_graph **g, char *err,
+		       size_t errlen, bool *absent)
+{
+	size_t len = 0;
+	void *buf = slurp(model_path(test), &len);
+	int ret;
+
+	*absent = !buf;
+	if (!buf)
+		return -ENOENT;
+	ret = vtpu_onnx_parse(buf, len, g, err, errlen);
+	free(buf);
+	return ret;
+}
+
+/*
+ * Parses @test with graph inputs @first.. turned into initializers from
+ * its test_data_set_0: the node tests pass shapes and axes as inputs,
+ * which vtpu_onnx_parse() rightly rejects as not constant.
+ */
+static int parse_frozen(const char *test, int first, struct vtpu_graph **g,
+			char *err, size_t errlen, bool *absent)
+{
+	size_t len = 0, plen;
+	void *buf = slurp(model_path(test), &len), *packed;
+	Onnx__ModelProto *m = buf ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+	Onnx__TensorProto *t[8] = { NULL };
+	Onnx__TensorProto **inits = NULL;
+	Onnx__GraphProto *gp;
+	size_t ninit, nt = 0;
+	int ret = -EINVAL;
+
+	*absent = !buf;
+	free(buf);
+	if (!m)
+		return *absent ? -ENOENT : -EINVAL;
+	gp = m->graph;
+	for (size_t i = first; i < gp->n_input && nt < 8; i++) {
+		char path[512];
+		void *tb;
+		size_t tl = 0;
+
+		snprintf(path, sizeof(path), DATA "%s/test_data_set_0/input_%zu.pb",
+			 test, i);
+		tb = slurp(path, &tl);
+		t[nt] = tb ? onnx__tensor_proto__unpack(NULL, tl, tb) : NULL;
+		free(tb);
+		if (!t[nt])
+			goto out;
+		free(t[nt]->name);
+		t[nt]->name = strdup(gp->input[i]->name);
+		nt++;
+	}
+	ninit = gp->n_initializer;
+	inits = calloc(ninit + nt, sizeof(*inits));
+	if (!inits)
+		goto out;
+	if (ninit)
+		memcpy(inits, gp->initializer, ninit * sizeof(*inits));
+	memcpy(inits + ninit, t, nt * sizeof(*inits));
+	{
+		Onnx__TensorProto **old = gp->initializer;
+		size_t old_n = gp->n_initializer;
+
+		gp->initializer = inits;
+		gp->n_initializer = ninit + nt;
+		plen = onnx__model_proto__get_packed_size(m);
+		packed = malloc(plen ? plen : 1);
+		if (packed) {
+			onnx__model_proto__pack(m, packed);
+			ret = vtpu_onnx_parse(packed, plen, g, err, errlen);
+			free(packed);
+		}
+		gp->initializer = old;
+		gp->n_initializer = old_n;
+	}
+out:
+	for (size_t i = 0; i < nt; i++)
+		onnx__tensor_proto__free_unpacked(t[i], NULL);
+	free(inits);
+	onnx__model_proto__free_unpacked(m, NULL);
+	return ret;
+}
+
+/* Output @i's dims as "AxBxC" ("scalar" for rank 0). */
+static const char *out_dims(struct vtpu_graph *g, int i, char *buf, size_t len)
+{
+	struct vtpu_shape s;
+	size_t off = 0;
+
+	if (i >= g->ir.nout || vtpu_graph_shape(g, g->ir.outputs[i], &s))
+		return "none";
+	if (!s.rank)
+		return "scalar";
+	buf[0] = 0;
+	for (int d = 0; d < s.rank && off < len; d++)
+		off += snprintf(buf + off, len - off, "%s%lld", d ? "x" : "",
+				(long long)s.dims[d]);
+	return buf;
+}
+
+/* @test must parse into one output of dims @dims ("2x3"). */
+#define ASSERT_MODEL(test, n_out, dims) do { \
+	struct vtpu_graph *g_ = NULL; \
+	char err_[512] = "", buf_[128]; \
+	bool absent_; \
+	int ret_ = parse_model(test, &g_, err_, sizeof(err_), &absent_); \
+	if (absent_) \
+		SKIP(return, "%s is not installed", model_path(test)); \
+	ASSERT_EQ(0, ret_) TH_LOG("%s: %s", test, err_); \
+	ASSERT_NE(NULL, g_); \
+	EXPECT_EQ(n_out, g_->ir.nout) TH_LOG("%s", test); \
+	EXPECT_STREQ(dims, out_dims(g_, 0, buf_, sizeof(buf_))) \
+		TH_LOG("%s", test); \
+	vtpu_graph_free(g_); \
+} while (0)
+
+/* As ASSERT_MODEL, with inputs @first.. frozen into initializers. */
+#define ASSERT_FROZEN(test, first, dims) do { \
+	struct vtpu_graph *g_ = NULL; \
+	char err_[512] = "", buf_[128]; \
+	bool absent_; \
+	int ret_ = parse_frozen(test, first, &g_, err_, sizeof(err_), &absent_); \
+	if (absent_) \
+		SKIP(return, "%s is not installed", model_path(test)); \
+	ASSERT_EQ(0, ret_) TH_LOG("%s: %s", test, err_); \
+	ASSERT_NE(NULL, g_); \
+	EXPECT_EQ(1, g_->ir.nparams) TH_LOG("%s", test); \
+	EXPECT_STREQ(dims, out_dims(g_, 0, buf_, sizeof(buf_))) \
+		TH_LOG("%s", test); \
+	vtpu_graph_free(g_); \
+} while (0)
+
+/* @test must fail with -EINVAL and a message containing @what. */
+#define ASSERT_MODEL_ERROR(test, what) do { \
+	struct vtpu_graph *g_ = (struct vtpu_graph *)&g_; \
+	char err_[512] = ""; \
+	bool absent_; \
+	int ret_ = parse_model(test, &g_, err_, sizeof(err_), &absent_); \
+	if (absent_) \
+		SKIP(return, "%s is not installed", model_path(test)); \
+	ASSERT_EQ(-EINVAL, ret_) TH_LOG("%s parsed", test); \
+	ASSERT_NULL(g_); \
+	ASSERT_NE(NULL, strstr(err_, what)) TH_LOG("%s: '%s'", test, err_); \
+} while (0)
+
+TEST(elementwise)
+{
+	ASSERT_MODEL("node/test_add", 1, "3x4x5");
+	ASSERT_MODEL("node/test_add_bcast", 1, "3x4x5");
+	ASSERT_MODEL("node/test_mul", 1, "3x4x5");
+	ASSERT_MODEL("node/test_pow_bcast_array", 1, "2x3");
+	ASSERT_MODEL("node/test_relu", 1, "3x4x5");
+	ASSERT_MODEL("node/test_leakyrelu", 1, "3x4x5");
+	ASSERT_MODEL("node/test_sigmoid", 1, "3x4x5");
+	ASSERT_MODEL("node/test_reciprocal", 1, "3x4x5");
+	ASSERT_MODEL("node/test_clip", 1, "3x4x5");
+	ASSERT_MODEL("node/test_where_example", 1, "2x2");
+	ASSERT_MODEL("node/test_equal_bcast", 1, "3x4x5");
+}
+
+TEST(linear_algebra)
+{
+	ASSERT_MODEL("node/test_matmul_2d", 1, "3x3");
+	ASSERT_MODEL("node/test_matmul_4d", 1, "1x2x3x3");
+	ASSERT_MODEL("node/test_gemm_default_no_bias", 1, "2x3");
+	ASSERT_MODEL("node/test_gemm_all_attributes", 1, "3x5");
+	ASSERT_MODEL("node/test_conv_with_strides_padding", 1, "1x1x4x3");
+	ASSERT_MODEL("node/test_basic_conv_without_padding", 1, "1x1x3x3");
+}
+
+TEST(normalization_and_pooling)
+{
+	ASSERT_MODEL("node/test_softmax_axis_1", 1, "3x4x5");
+	ASSERT_MODEL("node/test_logsoftmax_axis_0", 1, "3x4x5");
+	ASSERT_MODEL("node/test_batchnorm_example", 1, "2x3x4x5");
+	ASSERT_MODEL("node/test_maxpool_2d_default", 1, "1x3x31x31");
+	ASSERT_MODEL("node/test_maxpool_2d_pads", 1, "1x3x30x30");
+	ASSERT_MODEL("node/test_averagepool_2d_pads", 1, "1x3x30x30");
+	ASSERT_MODEL("node/test_globalaveragepool", 1, "1x3x1x1");
+	ASSERT_FROZEN("node/test_reduce_sum_keepdims_example", 1, "3x1x2");
+	ASSERT_MODEL("node/test_reduce_mean_do_not_keepdims_example", 1, "3x2");
+}
+
+TEST(shapes)
+{
+	ASSERT_MODEL("node/test_transpose_default", 1, "4x3x2");
+	ASSERT_MODEL("node/test_concat_2d_axis_0", 1, "4x2");
+	ASSERT_MODEL("node/test_flatten_axis1", 1, "2x60");
+	ASSERT_FROZEN("node/test_reshape_reordered_all_dims", 1, "4x2x3");
+	ASSERT_FROZEN("node/test_slice", 1, "3x10x5");
+	ASSERT_FROZEN("node/test_squeeze", 1, "3x4x5");
+	ASSERT_FROZEN("node/test_unsqueeze_axis_0", 1, "1x3x4x5");
+	ASSERT_FROZEN("node/test_constant_pad", 1, "1x3x7x12");
+	ASSERT_FROZEN("node/test_expand_dim_changed", 1, "2x3x6");
+}
+
+TEST(normalization)
+{
+	/* Three outputs: Y, Mean and InvStdDev (normalized axes kept as 1). */
+	ASSERT_MODEL("node/test_layer_normalization_4d_axis1", 3, "2x3x4x5");
+	ASSERT_MODEL("node/test_instancenorm_example", 1, "1x2x1x3");
+}
+
+TEST(shape_arithmetic_is_folded)
+{
+	/* Shape -> Slice/Sub/ConstantOfShape on host constants, then Reshape. */
+	ASSERT_MODEL("node/test_layer_normalization_2d_axis1_expanded", 3, "3x4");
+	ASSERT_MODEL("node/test_layer_normalization_4d_axis1_expanded", 3,
+		     "2x3x4x5");
+}
+
+TEST(split)
+{
+	ASSERT_MODEL("node/test_split_equal_parts_1d", 3, "2");
+}
+
+TEST(simple_models)
+{
+	ASSERT_MODEL("simple/test_single_relu_model", 1, "1x2");
+	ASSERT_FROZEN("simple/test_expand_shape_model1", 1, "1x3x1");
+}
+
+TEST(unsupported_operator)
+{
+	ASSERT_MODEL_ERROR("node/test_resize_upsample_scales_nearest",
+			   "node 0 (Resize): unsupported operator Resize (opset");
+	ASSERT_MODEL_ERROR("node/test_argmax_default_axis_example",
+			   "unsupported operator ArgMax");
+}
+
+TEST(unsupported_attribute_and_type)
+{
+	ASSERT_MODEL_ERROR("node/test_maxpool_2d_ceil", "ceil_mode");
+	ASSERT_MODEL_ERROR("node/test_edge_pad", "unsupported mode");
+	ASSERT_MODEL_ERROR("node/test_cast_FLOAT_to_DOUBLE", "DOUBLE");
+}
+
+TEST(shape_operands_must_be_constant)
+{
+	/* test_reshape_* pass the shape as a graph input. */
+	ASSERT_MODEL_ERROR("node/test_reshape_extended_dims",
+			   "node 0 (Reshape): shape 'shape' is not constant");
+}
+
+TEST(symbolic_dimension)
+{
+	ASSERT_MODEL_ERROR("simple/test_sequence_model8",
+			   "has symbolic dimension 'n'");
+}
+
+TEST(garbage)
+{
+	static const unsigned char junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff,
+					      0x0f, 0x12, 0x34, 0x56 };
+	struct vtpu_graph *g = (struct vtpu_graph *)&g;
+	char err[256] = "";
+	void *copy = malloc(sizeof(junk));
+
+	ASSERT_NE(NULL, copy);
+	memcpy(copy, junk, sizeof(junk));
+	EXPECT_EQ(-EINVAL, vtpu_onnx_parse(copy, sizeof(junk), &g, err,
+					   sizeof(err)));
+	EXPECT_NULL(g);
+	EXPECT_NE(NULL, strstr(err, "malformed ONNX protobuf")) TH_LOG("%s", err);
+	/* Nothing at all is an empty ModelProto: no graph. */
+	g = (struct vtpu_graph *)&g;
+	EXPECT_EQ(-EINVAL, vtpu_onnx_parse(copy, 0, &g, err, sizeof(err)));
+	EXPECT_NULL(g);
+	EXPECT_NE(NULL, strstr(err, "no graph")) TH_LOG("%s", err);
+	free(copy);
+}
+
+TEST(truncated)
+{
+	size_t len = 0;
+	void *buf = slurp(model_path("node/test_conv_with_strides_padding"), &len);
+	int fails = 0;
+
+	if (!buf)
+		SKIP(return, "test_conv_with_strides_padding is not installed");
+	/* Every prefix must fail cleanly (or, rarely, parse a valid prefix). */
+	for (size_t cut = 0; cut < len; cut++) {
+		struct vtpu_graph *g = NULL;
+		char err[256] = "";
+		void *copy = malloc(cut ? cut : 1);
+		int ret;
+
+		ASSERT_NE(NULL, copy);
+		memcpy(copy, buf, cut);
+		ret = vtpu_onnx_parse(copy, cut, &g, err, sizeof(err));
+		free(copy);
+		if (ret) {
+			EXPECT_EQ(-EINVAL, ret);
+			EXPECT_NULL(g);
+			EXPECT_NE(0, err[0]);
+			fails++;
+		} else {
+			vtpu_graph_free(g);
+		}
+	}
+	EXPECT_GT(fails, (int)len / 2);
+	/* Cut in the middle of the weights: malformed. */
+	{
+		struct vtpu_graph *g = NULL;
+		char err[256] = "";
+
+		EXPECT_EQ(-EINVAL, vtpu_onnx_parse(buf, len - 3, &g, err, sizeof(err)));
+		EXPECT_NULL(g);
+	}
+	free(buf);
+}
+
+TEST(null_err_buffer)
+{
+	static const unsigned char junk[] = { 0xff, 0xff };
+	struct vtpu_graph *g = NULL;
+
+	EXPECT_EQ(-EINVAL, vtpu_onnx_parse(junk, sizeof(junk), &g, NULL, 0));
+	EXPECT_NULL(g);
+}
+
+TEST_HARNESS_MAIN

@@ -95,6 +95,9 @@ BENCH_SRCS := $(wildcard tools/bench/*.c)
 	bench fuzz install e2e conformance demo
 
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
+RUN_TOOL := $(BUILD)/bin/vtpu-run
+SMI_TOOL := $(BUILD)/bin/vtpu-smi
+CONFORMANCE := $(BUILD)/bin/vtpu-conformance
 HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
 
 all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO) \
@@ -106,9 +109,6 @@ $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -o $@ $< \
 		$(LIBVTPU) $(RT_LIBS)
 
-RUN_TOOL := $(BUILD)/bin/vtpu-run
-SMI_TOOL := $(BUILD)/bin/vtpu-smi
-CONFORMANCE := $(BUILD)/bin/vtpu-conformance
 
 $(RUN_TOOL): tools/vtpu-run.c $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
 	@mkdir -p $(@D)

@@ -2410,6 +2410,11 @@ int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		fail(&c, "malformed ONNX protobuf (%zu bytes)", len);
 		return -EINVAL;
 	}
+	if (!m->graph) {
+		onnx__model_proto__free_unpacked(m, NULL);
+		fail(&c, "the model has no graph");
+		return -EINVAL;
+	}
 	c.g = vtpu_graph_new();
 	if (!c.g) {
 		onnx__model_proto__free_unpacked(m, NULL);
@@ -2430,7 +2435,11 @@ int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 	onnx__model_proto__free_unpacked(m, NULL);
 	if (ret) {
 		vtpu_graph_free(c.g);
-		return ret == -ENOMEM ? -ENOMEM : -EINVAL;
+		/*
+		 * The protobuf decoded: what stops us is an operator, an
+		 * attribute, a type or a shape we do not handle.
+		 */
+		return ret == -ENOMEM ? -ENOMEM : -EOPNOTSUPP;
 	}
 	*out = c.g;
 	return 0;

@@ -156,9 +156,11 @@ int vtpu_hlo_parse(const char *text, size_t len, struct vtpu_graph **out,
  * graph inputs that are not initializers become parameters in order,
  * initializers constants, outputs in order. Shapes must be static;
  * shape, axes and index operands must be initializers or Constant
- * nodes. On error returns -EINVAL (-ENOMEM) and, when @err is not NULL,
- * a message such as "node 3 (Resize): unsupported operator Resize
- * (opset 13)" in @err (@errlen bytes).
+ * nodes. Returns -EINVAL for bytes that are not an ONNX model,
+ * -EOPNOTSUPP for a model that uses an operator, attribute, type or shape
+ * the frontend does not handle, -ENOMEM; when @err is not NULL, a message
+ * such as "node 3 (Resize): unsupported operator Resize (opset 13)" in
+ * @err (@errlen bytes).
  */
 int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		    char *err, size_t errlen);

@@ -189,7 +189,7 @@ static const char *out_dims(struct vtpu_graph *g, int i, char *buf, size_t len)
 	vtpu_graph_free(g_); \
 } while (0)
 
-/* @test must fail with -EINVAL and a message containing @what. */
+/* @test must fail with -EOPNOTSUPP and a message containing @what. */
 #define ASSERT_MODEL_ERROR(test, what) do { \
 	struct vtpu_graph *g_ = (struct vtpu_graph *)&g_; \
 	char err_[512] = ""; \
@@ -197,7 +197,7 @@ static const char *out_dims(struct vtpu_graph *g, int i, char *buf, size_t len)
 	int ret_ = parse_model(test, &g_, err_, sizeof(err_), &absent_); \
 	if (absent_) \
 		SKIP(return, "%s is not installed", model_path(test)); \
-	ASSERT_EQ(-EINVAL, ret_) TH_LOG("%s parsed", test); \
+	ASSERT_EQ(-EOPNOTSUPP, ret_) TH_LOG("%s parsed", test); \
 	ASSERT_NULL(g_); \
 	ASSERT_NE(NULL, strstr(err_, what)) TH_LOG("%s: '%s'", test, err_); \
 } while (0)
@@ -349,7 +349,8 @@ TEST(truncated)
 		ret = vtpu_onnx_parse(copy, cut, &g, err, sizeof(err));
 		free(copy);
 		if (ret) {
-			EXPECT_EQ(-EINVAL, ret);
+			/* Bytes that decode to a (broken) model are refused too. */
+			EXPECT_TRUE(ret == -EINVAL || ret == -EOPNOTSUPP);
 			EXPECT_NULL(g);
 			EXPECT_NE(0, err[0]);
 			fails++;
@@ -363,7 +364,9 @@ TEST(truncated)
 		struct vtpu_graph *g = NULL;
 		char err[256] = "";
 
-		EXPECT_EQ(-EINVAL, vtpu_onnx_parse(buf, len - 3, &g, err, sizeof(err)));
+		int r = vtpu_onnx_parse(buf, len - 3, &g, err, sizeof(err));
+
+		EXPECT_TRUE(r == -EINVAL || r == -EOPNOTSUPP);
 		EXPECT_NULL(g);
 	}
 	free(buf);

@@ -40,8 +40,6 @@ EXEC_OBJS := $(patsubst driver/%.c,$(BUILD)/obj/%.o,$(EXEC_SRCS))
 EXEC_SAN_OBJS := $(patsubst driver/%.c,$(BUILD)/obj-san/%.o,$(EXEC_SRCS))
 EXEC_HDRS := $(wildcard driver/vtpu_prog.h driver/vtpu_exec.h \
 	driver/vtpu_compat.h runtime/compat/*.h) uapi/drm/vtpu_isa.h
-LIBEXEC := $(BUILD)/lib/libvtpu_exec.a
-LIBEXEC_SAN := $(BUILD)/lib/libvtpu_exec-san.a
 TEST_HDRS := $(wildcard tests/common/*.h)
 
 # The runtime (libvtpu): for now its submission queue.
@@ -74,8 +72,6 @@ CC_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj/cc/%.o,$(CC_SRCS)) \
 	$(BUILD)/obj/cc/onnx.pb-c.o
 CC_SAN_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj-san/cc/%.o,$(CC_SRCS)) \
 	$(BUILD)/obj-san/cc/onnx.pb-c.o
-LIBCC := $(BUILD)/lib/libvtpu_compiler.a
-LIBCC_SAN := $(BUILD)/lib/libvtpu_compiler-san.a
 
 E2E_SRCS := $(wildcard tests/e2e/*.c)
 E2E_BINS := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(E2E_SRCS))
@@ -213,19 +209,19 @@ $(EXAMPLE): $(BUILD)/examples/readme_mlp.c $(BUILD)/include/vtpu/vtpu.h $(LIBVTP
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(BUILD)/include -o $@ $< \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lvtpu
 
-$(BUILD)/obj/%.o: driver/%.c $(EXEC_HDRS)
+$(BUILD)/obj/%.o: driver/%.c $(EXEC_HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(EXEC_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS)
+$(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(EXEC_CFLAGS) $(SAN) -c -o $@ $<
 
-$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h
+$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h
+$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) $(SAN) -c -o $@ $<
 
@@ -263,11 +259,11 @@ $(ONNX_GEN) &: $(ONNX_PROTO)
 	@mkdir -p $(GEN)
 	protoc-c --c_out=$(GEN) -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
 
-$(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) | $(ONNX_GEN)
+$(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) Makefile | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(CC_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj-san/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) | $(ONNX_GEN)
+$(BUILD)/obj-san/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) Makefile | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(CC_CFLAGS) $(SAN) -c -o $@ $<
 
@@ -279,22 +275,6 @@ $(BUILD)/obj/cc/onnx.pb-c.o: $(GEN)/onnx.pb-c.c $(ONNX_GEN)
 $(BUILD)/obj-san/cc/onnx.pb-c.o: $(GEN)/onnx.pb-c.c $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) -fPIC $(SAN) -I$(GEN) -c -o $@ $<
-
-$(LIBCC): $(CC_OBJS)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(LIBCC_SAN): $(CC_SAN_OBJS)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(LIBEXEC): $(EXEC_OBJS)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
-
-$(LIBEXEC_SAN): $(EXEC_SAN_OBJS)
-	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
 		uapi/drm/vtpu_accel.h $(LIBVTPU)
@@ -332,4 +312,6 @@ vm-shell: module
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/driver clean
-	rm -rf $(BUILD)/tests $(BUILD)/vm $(BUILD)/logs
+	rm -rf $(BUILD)/tests $(BUILD)/vm $(BUILD)/logs $(BUILD)/obj \
+		$(BUILD)/obj-san $(BUILD)/lib $(BUILD)/bin $(BUILD)/gen \
+		$(BUILD)/include $(BUILD)/examples $(BUILD)/e2e $(BUILD)/demo

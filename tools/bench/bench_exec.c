@@ -15,12 +15,8 @@
  * single-threaded. The two results must agree; a mismatch prints a FAIL
  * line and makes the exit status non-zero.
  *
- * Build and run from the top of the tree (needs libopenblas-dev):
- *	make $PWD/build/lib/libvtpu_exec.a && mkdir -p build/bench &&
- *	gcc -std=gnu11 -O2 -Wall -Wextra -Werror -Iuapi -Idriver \
- *		-Iruntime/compat -Itests/common -o build/bench/exec_matmul \
- *		tools/bench/exec_matmul.c build/lib/libvtpu_exec.a -lopenblas -lm
- *	OPENBLAS_NUM_THREADS=1 build/bench/exec_matmul
+ * Run it as `vtpu-bench exec` (`make bench` does, with one OpenBLAS
+ * thread).
  */
 #include <math.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
 # Protocol with run.sh, all files in <results>/.vm/:
 #   errors   one line per harness failure (modprobe, insmod, cd, rmmod)
 #   status   the command's exit status (absent: it never ran or finished)
+#   booted   written first: the guest kernel booted and ran this script
 #   done     written last, after dmesg was saved: the guest ended cleanly
 # plus <results>/dmesg.txt, which run.sh scans for kernel splats.
 #
@@ -17,6 +18,8 @@ set -u
 vm=${BASH_SOURCE[0]%/*}
 # shellcheck source=/dev/null
 . "$vm/conf"
+# The kernel booted: run.sh retries only boots that never got here.
+: >"$vm/booted"
 
 # VTPU_VM_TRACE=1 on the host: trace this script with timestamps.
 if [ -n "${VM_TRACE:-}" ]; then

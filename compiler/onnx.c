@@ -48,6 +48,7 @@ struct val {
 	const char *name;	/* owned by the unpacked model */
 	int id;			/* builder value; -1 until materialized */
 	struct cval *c;		/* host copy or NULL */
+	struct cval *b;		/* a bound input's values, for cin() only */
 };
 
 struct ctx {
@@ -61,6 +62,8 @@ struct ctx {
 	size_t errlen;
 	bool failed;
 	bool folding;		/* building a node on host constants: s64 as f32 */
+	const struct vtpu_onnx_binding *bind;	/* vtpu_onnx_parse_bound() */
+	int nbind;
 };
 
 typedef const Onnx__NodeProto node_t;
@@ -142,6 +145,7 @@ static int define(struct ctx *c, const char *name, int id, struct cval *cv)
 	v->name = name;
 	v->id = id;
 	v->c = cv;
+	v->b = NULL;
 	return 0;
 }
 
@@ -235,6 +239,9 @@ static const struct cval *cin(struct ctx *c, node_t *n, size_t i,
 		return NULL;
 	}
 	v = lookup(c, n->input[i]);
+	/* A bound input's values serve where a constant is required. */
+	if (v && !v->c && v->b)
+		return v->b;
 	if (!v || !v->c) {
 		fail(c, "%s '%s' is not constant (it must be an initializer or a Constant)",
 		     what, n->input[i]);
@@ -2094,12 +2101,35 @@ static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
 	return false;
 }
 
-/* The static shape of a graph input, or an error naming what is missing. */
+static const struct vtpu_onnx_binding *binding(struct ctx *c,
+						const char *name)
+{
+	for (int i = 0; i < c->nbind; i++)
+		if (c->bind[i].name && !strcmp(c->bind[i].name, name))
+			return &c->bind[i];
+	return NULL;
+}
+
+/*
+ * The shape of a graph input: the model's static dims, with symbolic or
+ * unknown ones taken from the caller's binding; or an error naming what
+ * is missing.
+ */
 static int input_shape(struct ctx *c, const Onnx__ValueInfoProto *vi,
 		       struct vtpu_shape *s)
 {
+	const struct vtpu_onnx_binding *b = binding(c, vi->name);
 	const Onnx__TypeProto__Tensor *tt;
 	bool ok;
+
+	if (b && b->rank > R)
+		return fail(c, "binding of %s has rank %d (at most %d)", vi->name,
+			    b->rank, R);
+	if (b && b->rank >= 0)
+		for (int i = 0; i < b->rank; i++)
+			if (b->dims[i] < 1)
+				return fail(c, "binding of %s has empty dimension %d",
+					    vi->name, i);
 
 	if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
 	    !vi->type->tensor_type)
@@ -2109,23 +2139,62 @@ static int input_shape(struct ctx *c, const Onnx__ValueInfoProto *vi,
 	if (!ok)
 		return fail(c, "input %s has unsupported element type %s", vi->name,
 			    onnx_type_name(tt->elem_type));
+	if (!tt->shape && b && b->rank >= 0) {
+		s->rank = b->rank;
+		memcpy(s->dims, b->dims, sizeof(s->dims));
+		return 0;
+	}
 	if (!tt->shape)
 		return fail(c, "input %s has no shape", vi->name);
+	if (b && b->rank >= 0 && (size_t)b->rank != tt->shape->n_dim)
+		return fail(c, "input %s has rank %zu, bound to rank %d",
+			    vi->name, tt->shape->n_dim, b->rank);
 	if (tt->shape->n_dim > R)
 		return fail(c, "input %s has rank %zu (at most %d)", vi->name,
 			    tt->shape->n_dim, R);
 	s->rank = (int)tt->shape->n_dim;
 	for (int i = 0; i < s->rank; i++) {
 		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+		bool is_static = d->value_case ==
+			ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 
+		if (is_static && b && b->rank >= 0 && b->dims[i] != d->dim_value) {
+			fail(c, "input %s dimension %d is %lld, bound to %lld",
+			     vi->name, i, (long long)d->dim_value,
+			     (long long)b->dims[i]);
+			return -EBADR;	/* the caller's mistake: -EINVAL */
+		}
+		if (!is_static && b && b->rank >= 0) {
+			s->dims[i] = b->dims[i];
+			continue;
+		}
 		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
-			return fail(c, "input %s has symbolic dimension '%s'",
+			return fail(c, "input %s has symbolic dimension '%s' (bind it from the actual input)",
 				    vi->name, d->dim_param);
-		if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-		    d->dim_value < 1)
+		if (!is_static || d->dim_value < 1)
 			return fail(c, "input %s has unknown or empty dimension %d",
 				    vi->name, i);
 		s->dims[i] = d->dim_value;
+	}
+	return 0;
+}
+
+/* An integer input's bound values, kept for where constants are needed. */
+static int bind_values(struct ctx *c, struct val *v, const struct vtpu_shape *s)
+{
+	const struct vtpu_onnx_binding *b = binding(c, v->name);
+	int64_t n = 1;
+
+	if (!b || !b->values)
+		return 0;
+	if (s->type != VTPU_S64 && s->type != VTPU_S32)
+		return 0;	/* only shape-like inputs specialize the graph */
+	for (int i = 0; i < s->rank; i++)
+		n *= s->dims[i];
+	v->b = cval_new(VTPU_S64, s->rank, s->dims, b->values, n);
+	if (!v->b) {
+		fail(c, "out of memory");
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -2157,11 +2226,13 @@ static int add_inputs(struct ctx *c, const Onnx__GraphProto *gp)
 			return fail(c, "input %zu has no name", i);
 		if (is_initializer(gp, vi->name))
 			continue;
-		if (input_shape(c, vi, &s))
-			return -EINVAL;
+		if ((id = input_shape(c, vi, &s)))
+			return id == -EBADR ? id : -EINVAL;
 		id = chk(c, vtpu_g_parameter(c->g, np++, &s, vi->name));
 		if (id < 0 || define(c, vi->name, id, NULL))
 			return -EINVAL;
+		if ((id = bind_values(c, &c->v[c->nv - 1], &s)))
+			return id;
 	}
 	return 0;
 }
@@ -2381,11 +2452,14 @@ static int find_opset(struct ctx *c, const Onnx__ModelProto *m)
 static int build_model(struct ctx *c, const Onnx__ModelProto *m)
 {
 	const Onnx__GraphProto *gp = m->graph;
+	int ret;
 
 	if (!gp)
 		return fail(c, "the model has no graph");
-	if (find_opset(c, m) || add_inputs(c, gp))
+	if (find_opset(c, m))
 		return -EINVAL;
+	if ((ret = add_inputs(c, gp)))
+		return ret;
 	for (size_t i = 0; i < gp->n_node; i++) {
 		c->node = (int)i;
 		if (add_node(c, gp->node[i]))
@@ -2395,10 +2469,43 @@ static int build_model(struct ctx *c, const Onnx__ModelProto *m)
 	return add_outputs(c, gp);
 }
 
+/* Every binding must name a graph input (not an initializer), once. */
+static int check_bindings(struct ctx *c, const Onnx__GraphProto *gp)
+{
+	for (int i = 0; i < c->nbind; i++) {
+		const char *nm = c->bind[i].name;
+		bool found = false;
+
+		if (!nm)
+			return fail(c, "binding %d has no name", i);
+		for (size_t k = 0; k < gp->n_input && !found; k++)
+			found = gp->input[k]->name &&
+				!strcmp(gp->input[k]->name, nm) &&
+				!is_initializer(gp, nm);
+		if (!found)
+			return fail(c, "binding %d: the graph has no input '%s'", i,
+				    nm);
+		if (binding(c, nm) != &c->bind[i])
+			return fail(c, "input '%s' is bound twice", nm);
+		if (c->bind[i].values && c->bind[i].rank < 0)
+			return fail(c, "binding of '%s' has values but no dims",
+				    nm);
+	}
+	return 0;
+}
+
 int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		    char *err, size_t errlen)
 {
-	struct ctx c = { .node = -1, .err = err, .errlen = errlen };
+	return vtpu_onnx_parse_bound(data, len, NULL, 0, out, err, errlen);
+}
+
+int vtpu_onnx_parse_bound(const void *data, size_t len,
+			  const struct vtpu_onnx_binding *bindings, int n,
+			  struct vtpu_graph **out, char *err, size_t errlen)
+{
+	struct ctx c = { .node = -1, .err = err, .errlen = errlen,
+			 .bind = bindings, .nbind = n };
 	Onnx__ModelProto *m;
 	int ret;
 
@@ -2410,9 +2517,13 @@ int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		fail(&c, "malformed ONNX protobuf (%zu bytes)", len);
 		return -EINVAL;
 	}
-	if (!m->graph) {
+	if (!m->graph || n < 0 || (n && !bindings) ||
+	    check_bindings(&c, m->graph)) {
+		if (!m->graph)
+			fail(&c, "the model has no graph");
+		else if (n < 0 || (n && !bindings))
+			fail(&c, "bad bindings");
 		onnx__model_proto__free_unpacked(m, NULL);
-		fail(&c, "the model has no graph");
 		return -EINVAL;
 	}
 	c.g = vtpu_graph_new();
@@ -2430,6 +2541,7 @@ int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 			dup = c.v[j].c == c.v[i].c;
 		if (!dup)
 			cval_free(c.v[i].c);
+		cval_free(c.v[i].b);
 	}
 	free(c.v);
 	onnx__model_proto__free_unpacked(m, NULL);
@@ -2439,7 +2551,9 @@ int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		 * The protobuf decoded: what stops us is an operator, an
 		 * attribute, a type or a shape we do not handle.
 		 */
-		return ret == -ENOMEM ? -ENOMEM : -EOPNOTSUPP;
+		if (ret == -ENOMEM || ret == -EBADR)
+			return ret == -EBADR ? -EINVAL : ret;
+		return -EOPNOTSUPP;
 	}
 	*out = c.g;
 	return 0;

@@ -165,6 +165,32 @@ int vtpu_hlo_parse(const char *text, size_t len, struct vtpu_graph **out,
 int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		    char *err, size_t errlen);
 
+/*
+ * What the caller knows of one graph input before compiling, for
+ * vtpu_onnx_parse_bound(): its actual dims, which bind the model's
+ * symbolic (dim_param) and unknown dimensions, and optionally its
+ * integer contents. Contents are used only where the model needs a
+ * compile-time constant (the shape of Expand, Reshape, Tile, ...,
+ * pads, axes): the input stays a parameter, the graph is specialized on
+ * those values, and the caller must compile again for other values
+ * (the compile cache keys on the graph, so that is cheap).
+ */
+struct vtpu_onnx_binding {
+	const char *name;		/* the graph input's name */
+	int rank;			/* -1: dims unknown */
+	int64_t dims[VTPU_MAX_RANK];
+	const int64_t *values;		/* NULL, or prod(dims) int64 values */
+};
+
+/*
+ * vtpu_onnx_parse() with @n @bindings (names not among the graph inputs
+ * are -EINVAL). A bound dim that contradicts a static one in the model
+ * is -EINVAL; a symbolic dim left unbound stays -EOPNOTSUPP.
+ */
+int vtpu_onnx_parse_bound(const void *data, size_t len,
+			  const struct vtpu_onnx_binding *bindings, int n,
+			  struct vtpu_graph **out, char *err, size_t errlen);
+
 /* ---- compilation ------------------------------------------------------ */
 
 /* What the compiler must know of the device (from DRM_IOCTL_VTPU_QUERY). */

@@ -886,14 +886,14 @@ static int op_gemm(struct ctx *c, node_t *n, const struct opdef *d)
 /* ---- convolution and pooling ----------------------------------------------- */
 
 struct window {
-	int nsp;			/* spatial dims: 1 or 2 */
-	int64_t k[2], s[2], d[2], lo[2], hi[2], in[2], o[2];
+	int nsp;			/* spatial dims: 1, 2 or 3 */
+	int64_t k[3], s[3], d[3], lo[3], hi[3], in[3], o[3];
 };
 
 /* Strides, dilations, pads (auto_pad too) and output sizes of a window. */
 static int window(struct ctx *c, node_t *n, struct window *w)
 {
-	int64_t v[4];
+	int64_t v[6];
 	int m;
 	bool same_up = attr_s_is(n, "auto_pad", "NOTSET", "SAME_UPPER");
 	bool same_lo = attr_s_is(n, "auto_pad", "NOTSET", "SAME_LOWER");
@@ -904,15 +904,17 @@ static int window(struct ctx *c, node_t *n, struct window *w)
 		return fail(c, "unsupported auto_pad");
 	for (int i = 0; i < w->nsp; i++)
 		w->s[i] = w->d[i] = 1, w->lo[i] = w->hi[i] = 0;
-	if ((m = attr_ints(c, n, "strides", v, 2)) >= 0)
+	if ((m = attr_ints(c, n, "strides", v, 3)) >= 0)
 		for (int i = 0; i < m && i < w->nsp; i++)
 			w->s[i] = v[i];
-	if ((m = attr_ints(c, n, "dilations", v, 2)) >= 0)
+	if ((m = attr_ints(c, n, "dilations", v, 3)) >= 0)
 		for (int i = 0; i < m && i < w->nsp; i++)
 			w->d[i] = v[i];
-	if ((m = attr_ints(c, n, "pads", v, 4)) == 2 * w->nsp)
+	if ((m = attr_ints(c, n, "pads", v, 6)) == 2 * w->nsp)
 		for (int i = 0; i < w->nsp; i++)
 			w->lo[i] = v[i], w->hi[i] = v[i + w->nsp];
+	else if (m >= 0 && !c->failed)
+		return fail(c, "pads has %d values for %d spatial axes", m, w->nsp);
 	if (c->failed)
 		return -EINVAL;
 	for (int i = 0; i < w->nsp; i++) {
@@ -997,45 +999,62 @@ static int op_conv(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, y);
 }
 
-/* The count of real (unpadded) inputs under each window, [OH, OW]. */
-static int pool_counts(struct ctx *c, const int64_t o[2],
-		       const int64_t in2[2], const int64_t s[2], const int64_t dl[2],
-		       const int64_t lo[2], const int64_t k[2])
+/*
+ * The count of real (unpadded) inputs under each window, [O0, O1, ...]:
+ * a window is a box, so the count is the product of per-axis counts.
+ */
+static int pool_counts(struct ctx *c, const struct window *w)
 {
-	struct vtpu_shape cs = { VTPU_F32, 2, { o[0], o[1] } };
-	float *cnt = calloc(o[0] * o[1], sizeof(*cnt));
-	int v;
+	struct vtpu_shape cs = { VTPU_F32, w->nsp, { 0 } };
+	int64_t total = 1, pos[3] = { 0 };
+	float *cnt, *axis[3] = { NULL };
+	int v = -ENOMEM;
 
+	for (int a = 0; a < w->nsp; a++) {
+		cs.dims[a] = w->o[a];
+		total *= w->o[a];
+		axis[a] = calloc(w->o[a], sizeof(float));
+		if (!axis[a])
+			goto out;
+		for (int64_t i = 0; i < w->o[a]; i++)
+			for (int64_t k = 0; k < w->k[a]; k++) {
+				int64_t x = i * w->s[a] + k * w->d[a] - w->lo[a];
+
+				axis[a][i] += x >= 0 && x < w->in[a];
+			}
+	}
+	cnt = malloc(total * sizeof(*cnt));
 	if (!cnt)
-		return fail(c, "out of memory");
-	for (int64_t i = 0; i < o[0]; i++)
-		for (int64_t j = 0; j < o[1]; j++)
-			for (int64_t a = 0; a < k[0]; a++)
-				for (int64_t b = 0; b < k[1]; b++) {
-					int64_t y = i * s[0] + a * dl[0] - lo[0];
-					int64_t x = j * s[1] + b * dl[1] - lo[1];
-
-					if (y >= 0 && y < in2[0] && x >= 0 && x < in2[1])
-						cnt[i * o[1] + j] += 1;
-				}
+		goto out;
+	for (int64_t i = 0; i < total; i++) {
+		cnt[i] = 1;
+		for (int a = 0; a < w->nsp; a++)
+			cnt[i] *= axis[a][pos[a]];
+		for (int a = w->nsp - 1; a >= 0 && ++pos[a] == w->o[a]; a--)
+			pos[a] = 0;
+	}
 	v = chk(c, vtpu_g_constant(c->g, &cs, cnt));
 	free(cnt);
-	return v;
+out:
+	for (int a = 0; a < w->nsp; a++)
+		free(axis[a]);
+	return v == -ENOMEM ? fail(c, "out of memory") : v;
 }
 
 /*
- * MaxPool/AveragePool: the padded input's kernel_h * kernel_w strided
- * slices, one per window offset, combined by max or add.
+ * MaxPool/AveragePool over 1, 2 or 3 spatial axes. A box window is
+ * separable, so each axis is pooled in turn: the padded input's kernel
+ * strided slices along that axis, combined by max or add. That is
+ * k0 + k1 + k2 slices rather than k0 * k1 * k2.
  */
 static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	bool is_max = d->arg;
-	int x = in(c, n, 0), acc = -1, m;
+	int x = in(c, n, 0), m;
 	struct vtpu_shape sx;
 	struct window w = { 0 };
-	int64_t kv[4], lo[R] = { 0 }, hi[R] = { 0 };
-	int64_t o[2] = { 1, 1 }, in2[2] = { 1, 1 }, s[2] = { 1, 1 }, dl[2] = { 1, 1 };
-	int64_t pl[2] = { 0, 0 }, k[2] = { 1, 1 };
+	int64_t kv[3], lo[R] = { 0 }, hi[R] = { 0 };
+	bool padded = false;
 
 	if (x < 0)
 		return x;
@@ -1043,41 +1062,44 @@ static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 		return fail(c, "unsupported Indices output");
 	if (attr_i(n, "ceil_mode", 0))
 		return fail(c, "unsupported ceil_mode=1");
+	if (attr_i(n, "storage_order", 0))
+		return fail(c, "unsupported storage_order=1");
 	sx = shape_of(c, x);
-	if (sx.rank != 3 && sx.rank != 4)
-		return fail(c, "unsupported %d-D pooling (1-D and 2-D only)",
+	if (sx.rank < 3 || sx.rank > 5)
+		return fail(c, "unsupported %d-D pooling (1-D to 3-D only)",
 			    sx.rank - 2);
 	w.nsp = sx.rank - 2;
-	m = attr_ints(c, n, "kernel_shape", kv, 2);
+	m = attr_ints(c, n, "kernel_shape", kv, 3);
 	if (m != w.nsp)
 		return fail(c, "kernel_shape must have %d values", w.nsp);
-	for (int i = 0; i < w.nsp; i++)
+	for (int i = 0; i < w.nsp; i++) {
 		w.in[i] = sx.dims[2 + i], w.k[i] = kv[i];
-	/* One slice per window offset: keep the graph a sane size. */
-	if (kv[0] < 1 || kv[0] > 64 || (w.nsp == 2 && (kv[1] < 1 || kv[1] > 64)))
-		return fail(c, "unsupported kernel_shape (1..64 per axis)");
+		/* One slice per offset: keep the graph a sane size. */
+		if (kv[i] < 1 || kv[i] > 1024)
+			return fail(c, "unsupported kernel_shape (1..1024 per axis)");
+	}
 	if (window(c, n, &w))
 		return -EINVAL;
-	for (int i = 0, j = 2 - w.nsp; i < w.nsp; i++, j++) {
-		o[j] = w.o[i], in2[j] = w.in[i], s[j] = w.s[i], dl[j] = w.d[i];
-		pl[j] = w.lo[i], k[j] = w.k[i];
-		lo[2 + j] = w.lo[i], hi[2 + j] = w.hi[i];
+	for (int i = 0; i < w.nsp; i++) {
+		lo[2 + i] = w.lo[i], hi[2 + i] = w.hi[i];
+		padded |= w.lo[i] || w.hi[i];
 	}
-	x = to4d(c, x);
-	if (x >= 0 && (lo[2] || lo[3] || hi[2] || hi[3]))
+	if (padded)
 		x = chk(c, vtpu_g_pad(c->g, x, lo, hi, is_max ? -INFINITY : 0.0));
-	if (x < 0)
-		return x;
-	sx = shape_of(c, x);
-	for (int64_t a = 0; a < k[0]; a++)
-		for (int64_t b = 0; b < k[1]; b++) {
-			int64_t st[4] = { 0, 0, a * dl[0], b * dl[1] };
-			int64_t lim[4] = { sx.dims[0], sx.dims[1],
-					   st[2] + (o[0] - 1) * s[0] + 1,
-					   st[3] + (o[1] - 1) * s[1] + 1 };
-			int64_t step[4] = { 1, 1, s[0], s[1] };
-			int sl = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+	for (int i = 0; i < w.nsp && x >= 0; i++) {
+		int acc = -1, ax = 2 + i;
 
+		sx = shape_of(c, x);
+		for (int64_t k = 0; k < w.k[i]; k++) {
+			int64_t st[R] = { 0 }, lim[R], step[R];
+			int sl;
+
+			for (int j = 0; j < sx.rank; j++)
+				lim[j] = sx.dims[j], step[j] = 1;
+			st[ax] = k * w.d[i];
+			lim[ax] = st[ax] + (w.o[i] - 1) * w.s[i] + 1;
+			step[ax] = w.s[i];
+			sl = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
 			if (sl < 0)
 				return sl;
 			acc = acc < 0 ? sl : chk(c, vtpu_g_binary(c->g,
@@ -1085,28 +1107,25 @@ static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 			if (acc < 0)
 				return acc;
 		}
-	if (!is_max) {
-		int cnt;
+		x = acc;
+	}
+	if (x >= 0 && !is_max) {
+		int cnt, dims[3] = { 2, 3, 4 };
+		int64_t kk = 1;
 
+		for (int i = 0; i < w.nsp; i++)
+			kk *= w.k[i];
+		sx = shape_of(c, x);
 		if (attr_i(n, "count_include_pad", 0)) {
-			cnt = splat(c, (double)(k[0] * k[1]), acc);
+			cnt = splat(c, (double)kk, x);
 		} else {
-			static const int dims23[2] = { 2, 3 };
-			struct vtpu_shape sa = shape_of(c, acc);
-
-			cnt = pool_counts(c, o, in2, s, dl, pl, k);
-			cnt = cnt < 0 ? cnt : chk(c, vtpu_g_broadcast(c->g, cnt, 4,
-							sa.dims, dims23));
+			cnt = pool_counts(c, &w);
+			cnt = cnt < 0 ? cnt : chk(c, vtpu_g_broadcast(c->g, cnt,
+						sx.rank, sx.dims, dims));
 		}
-		acc = cnt < 0 ? cnt : chk(c, vtpu_g_binary(c->g, VTPU_DIV, acc, cnt));
+		x = cnt < 0 ? cnt : chk(c, vtpu_g_binary(c->g, VTPU_DIV, x, cnt));
 	}
-	if (acc >= 0 && w.nsp == 1) {
-		struct vtpu_shape sa = shape_of(c, acc);
-		int64_t t[3] = { sa.dims[0], sa.dims[1], sa.dims[3] };
-
-		acc = reshape(c, acc, 3, t);
-	}
-	return out(c, n, 0, acc);
+	return out(c, n, 0, x);
 }
 
 /* GlobalAveragePool/GlobalMaxPool: reduce over the spatial axes, kept. */
@@ -2032,7 +2051,7 @@ static const struct opdef ops[] = {
 	{ "MaxPool", 1, MAXV, op_pool, 1, 0,
 	  "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides" },
 	{ "AveragePool", 1, MAXV, op_pool, 0, 0,
-	  "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides" },
+	  "auto_pad,ceil_mode,count_include_pad,dilations,kernel_shape,pads,strides" },
 	{ "GlobalAveragePool", 1, MAXV, op_global_pool, VTPU_REDUCE_MEAN_OP, 0, "" },
 	{ "GlobalMaxPool", 1, MAXV, op_global_pool, VTPU_REDUCE_MAX_OP, 0, "" },
 	{ "BatchNormalization", 6, MAXV, op_batchnorm, 0, 0,

@@ -60,6 +60,7 @@
 #define JOBS		2
 #define MAX_ELEMS	(1 << 28)	/* far above any test tensor */
 #define REASON_MAX	480	/* < PIPE_BUF: the child's one write is atomic */
+#define MAX_PB_RANK	16	/* dims kept of a .pb tensor; more: FAIL */
 
 static const char *const categories[] = {
 	"node", "pytorch-converted", "pytorch-operator", "simple",
@@ -171,6 +172,9 @@ static int data_set_filter(const struct dirent *d)
 struct tensor {
 	int dtype;		/* DT()* */
 	bool is_int;
+	int rank;		/* as in the .pb; may exceed VTPU_MAX_RANK */
+	int64_t dims[MAX_PB_RANK];
+	char *name;		/* TensorProto.name; NULL when empty */
 	size_t n;
 	double *f;
 	int64_t *i;
@@ -180,6 +184,7 @@ static void tensor_free(struct tensor *t)
 {
 	free(t->f);
 	free(t->i);
+	free(t->name);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -336,12 +341,17 @@ static int tensor_from_proto(const Onnx__TensorProto *tp, struct tensor *t,
 	 * Sequence and optional test data (other protos) unpack "fine" as
 	 * a TensorProto with nonsense dims: bound them before allocating.
 	 */
+	if (tp->n_dims > MAX_PB_RANK)
+		return -set_result(r, V_FAIL, "%s: not a tensor (rank %zu)",
+				   what, tp->n_dims);
 	for (size_t d = 0; d < tp->n_dims; d++) {
 		if (tp->dims[d] < 0 || tp->dims[d] > MAX_ELEMS ||
 		    (n *= (size_t)tp->dims[d]) > MAX_ELEMS)
 			return -set_result(r, V_FAIL, "%s: not a tensor (dims)",
 					   what);
+		t->dims[d] = tp->dims[d];
 	}
+	t->rank = (int)tp->n_dims;
 	t->dtype = tp->data_type;
 	t->n = n;
 	t->is_int = dtype_is_int(t->dtype);
@@ -387,6 +397,8 @@ static int tensor_load(const char *path, struct tensor *t, struct result *r)
 	if (!tp)
 		return -set_result(r, V_FAIL, "%s: not a TensorProto", what);
 	ret = tensor_from_proto(tp, t, r, what);
+	if (!ret && tp->name && tp->name[0] && !(t->name = strdup(tp->name)))
+		ret = -set_result(r, V_FAIL, "%s: out of memory", what);
 	onnx__tensor_proto__free_unpacked(tp, NULL);
 	return ret;
 }

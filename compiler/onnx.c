@@ -948,55 +948,310 @@ static int to4d(struct ctx *c, int x)
 	return s.rank == 4 ? x : reshape(c, x, 4, t);
 }
 
-static int op_conv(struct ctx *c, node_t *n, const struct opdef *d)
+/* The builder's 2-D convolution with @w's last @nsp (1 or 2) axes. */
+static int conv2d(struct ctx *c, int x, int k, const struct window *w,
+		  int first, int nsp, int groups)
 {
-	int x = in(c, n, 0), k = in(c, n, 1), y;
-	struct vtpu_shape sx, sk, sy;
-	struct window w = { 0 };
-	struct vtpu_conv_params p = { 0 };
+	struct vtpu_conv_params p = { .groups = groups };
 
-	(void)d;
+	for (int j = 0; j < 2; j++)
+		p.stride[j] = p.dilation[j] = 1;
+	/* A 1-D window is the W axis of the 2-D one. */
+	for (int i = first, j = 2 - nsp; j < 2; i++, j++) {
+		p.stride[j] = (int)w->s[i], p.dilation[j] = (int)w->d[i];
+		p.pad_lo[j] = (int)w->lo[i], p.pad_hi[j] = (int)w->hi[i];
+	}
+	return chk(c, vtpu_g_conv2d(c->g, x, k, &p));
+}
+
+/*
+ * A 3-D convolution as one 2-D convolution: the input's KD depth
+ * windows (strided slices of the depth-padded input) are stacked next
+ * to the channels, [N, C, KD, OD, H, W] -> [N * OD, C * KD, H, W], and
+ * the kernel [O, C/g, KD, KH, KW] read as [O, C/g * KD, KH, KW]: the
+ * channel order c * KD + kd matches and keeps the groups contiguous.
+ */
+static int conv3d(struct ctx *c, int x, int k, const struct window *w,
+		  int groups)
+{
+	struct vtpu_shape sx = shape_of(c, x), sk = shape_of(c, k), sy;
+	int64_t lo[R] = { 0 }, hi[R] = { 0 }, od = w->o[0], kd = w->k[0];
+	int parts[64], y;
+	static const int to_nd[6] = { 0, 3, 1, 2, 4, 5 };
+	static const int back[5] = { 0, 2, 1, 3, 4 };
+
+	if (kd > 64)
+		return fail(c, "unsupported kernel depth %lld (at most 64)",
+			    (long long)kd);
+	lo[2] = w->lo[0], hi[2] = w->hi[0];
+	if (lo[2] || hi[2])
+		x = chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
+	if (x < 0)
+		return x;
+	sx = shape_of(c, x);
+	for (int64_t i = 0; i < kd; i++) {
+		int64_t st[R] = { 0, 0, i * w->d[0], 0, 0 };
+		int64_t lim[R] = { sx.dims[0], sx.dims[1],
+				   st[2] + (od - 1) * w->s[0] + 1,
+				   sx.dims[3], sx.dims[4] };
+		int64_t step[R] = { 1, 1, w->s[0], 1, 1 };
+		int64_t t[6] = { sx.dims[0], sx.dims[1], 1, od, sx.dims[3],
+				 sx.dims[4] };
+
+		parts[i] = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+		parts[i] = parts[i] < 0 ? parts[i] : reshape(c, parts[i], 6, t);
+		if (parts[i] < 0)
+			return parts[i];
+	}
+	x = kd == 1 ? parts[0] : chk(c, vtpu_g_concat(c->g, (int)kd, parts, 2));
+	x = x < 0 ? x : chk(c, vtpu_g_transpose(c->g, x, to_nd));
+	if (x >= 0) {
+		int64_t t[4] = { sx.dims[0] * od, sx.dims[1] * kd, sx.dims[3],
+				 sx.dims[4] };
+
+		x = reshape(c, x, 4, t);
+	}
+	if (x >= 0) {
+		int64_t t[4] = { sk.dims[0], sk.dims[1] * kd, sk.dims[3],
+				 sk.dims[4] };
+
+		k = reshape(c, k, 4, t);
+	}
 	if (x < 0 || k < 0)
 		return -EINVAL;
-	sx = shape_of(c, x);
-	sk = shape_of(c, k);
-	if ((sx.rank != 3 && sx.rank != 4) || sk.rank != sx.rank)
-		return fail(c, "unsupported %d-D convolution (1-D and 2-D only)",
-			    sx.rank - 2);
-	w.nsp = sx.rank - 2;
-	for (int i = 0; i < w.nsp; i++)
-		w.in[i] = sx.dims[2 + i], w.k[i] = sk.dims[2 + i];
-	if (window(c, n, &w))
-		return -EINVAL;
-	/* A 1-D window is the W axis of the 2-D one. */
-	for (int i = 0, j = 2 - w.nsp; i < w.nsp; i++, j++) {
-		p.stride[j] = (int)w.s[i], p.dilation[j] = (int)w.d[i];
-		p.pad_lo[j] = (int)w.lo[i], p.pad_hi[j] = (int)w.hi[i];
+	y = conv2d(c, x, k, w, 1, 2, groups);
+	if (y < 0)
+		return y;
+	sy = shape_of(c, y);
+	{
+		int64_t t[5] = { sx.dims[0], od, sy.dims[1], sy.dims[2],
+				 sy.dims[3] };
+
+		y = reshape(c, y, 5, t);
 	}
-	if (w.nsp == 1)
-		p.stride[0] = p.dilation[0] = 1;
-	p.groups = (int)attr_i(n, "group", 1);
+	return y < 0 ? y : chk(c, vtpu_g_transpose(c->g, y, back));
+}
+
+/* Convolution over 1, 2 or 3 spatial axes (@w->nsp), without bias. */
+static int conv_nd(struct ctx *c, int x, int k, const struct window *w,
+		   int groups)
+{
+	struct vtpu_shape sy;
+	int y;
+
+	if (w->nsp == 3)
+		return conv3d(c, x, k, w, groups);
 	x = to4d(c, x);
 	k = to4d(c, k);
 	if (x < 0 || k < 0)
 		return -EINVAL;
-	y = chk(c, vtpu_g_conv2d(c->g, x, k, &p));
-	if (y >= 0 && has_in(n, 2)) {
-		int bias = in(c, n, 2), dim1[1] = { 1 };
-
-		sy = shape_of(c, y);
-		if (bias >= 0)
-			bias = chk(c, vtpu_g_broadcast(c->g, bias, 4, sy.dims, dim1));
-		y = bias < 0 ? bias : chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, bias));
-	}
-	if (y >= 0 && w.nsp == 1) {
+	y = conv2d(c, x, k, w, 0, w->nsp, groups);
+	if (y >= 0 && w->nsp == 1) {
 		int64_t t[3];
 
 		sy = shape_of(c, y);
 		t[0] = sy.dims[0], t[1] = sy.dims[1], t[2] = sy.dims[3];
 		y = reshape(c, y, 3, t);
 	}
-	return out(c, n, 0, y);
+	return y;
+}
+
+/* y + bias (input @i, [C]) along dimension 1, when the node has one. */
+static int add_bias(struct ctx *c, node_t *n, size_t i, int y)
+{
+	struct vtpu_shape sy;
+	int bias, dim1[1] = { 1 };
+
+	if (y < 0 || !has_in(n, i))
+		return y;
+	bias = in(c, n, i);
+	sy = shape_of(c, y);
+	if (bias >= 0)
+		bias = chk(c, vtpu_g_broadcast(c->g, bias, sy.rank, sy.dims, dim1));
+	return bias < 0 ? bias : chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, bias));
+}
+
+static int op_conv(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), k = in(c, n, 1);
+	struct vtpu_shape sx, sk;
+	struct window w = { 0 };
+	int64_t kv[3];
+
+	(void)d;
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	sx = shape_of(c, x);
+	sk = shape_of(c, k);
+	if (sx.rank < 3 || sx.rank > 5 || sk.rank != sx.rank)
+		return fail(c, "unsupported %d-D convolution (1-D to 3-D only)",
+			    sx.rank - 2);
+	w.nsp = sx.rank - 2;
+	if (attr_ints(c, n, "kernel_shape", kv, 3) >= 0)
+		for (int i = 0; i < w.nsp; i++)
+			if (kv[i] != sk.dims[2 + i])
+				return fail(c, "kernel_shape does not match the weights");
+	for (int i = 0; i < w.nsp; i++)
+		w.in[i] = sx.dims[2 + i], w.k[i] = sk.dims[2 + i];
+	if (c->failed || window(c, n, &w))
+		return -EINVAL;
+	x = conv_nd(c, x, k, &w, (int)attr_i(n, "group", 1));
+	return out(c, n, 0, add_bias(c, n, 2, x));
+}
+
+/*
+ * Inserts @s - 1 zeros between the elements of @x along @axis: a rank-4
+ * view [pre, X, 1, post] padded to [pre, X, s, post], less the trailing
+ * zeros.
+ */
+static int dilate(struct ctx *c, int x, int axis, int64_t s)
+{
+	struct vtpu_shape sx = shape_of(c, x);
+	int64_t t[4] = { prod(sx.dims, 0, axis), sx.dims[axis], 1,
+			 prod(sx.dims, axis + 1, sx.rank) };
+	int64_t lo[R] = { 0 }, hi[R] = { 0 }, st[R] = { 0 }, step[R];
+
+	if (s == 1)
+		return x;
+	hi[2] = s - 1;
+	x = reshape(c, x, 4, t);
+	x = x < 0 ? x : chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
+	sx.dims[axis] = sx.dims[axis] * s;
+	x = x < 0 ? x : reshape(c, x, sx.rank, sx.dims);
+	for (int i = 0; i < sx.rank; i++)
+		step[i] = 1;
+	sx.dims[axis] -= s - 1;
+	return x < 0 ? x : chk(c, vtpu_g_slice(c->g, x, st, sx.dims, step));
+}
+
+/*
+ * ConvTranspose as a convolution: the input dilated by the strides and
+ * padded by (k - 1) * d less the pads (cropped where that is negative),
+ * convolved at stride 1 with the kernel flipped and its in/out channels
+ * swapped within each group.
+ */
+static int op_convtranspose(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), k = in(c, n, 1), g = (int)attr_i(n, "group", 1);
+	struct vtpu_shape sx, sk;
+	struct window w = { 0 };
+	int64_t st[6], dl[6], op[6] = { 0 }, pads[6] = { 0 }, os[6], kv[6];
+	int64_t lo[R] = { 0 }, hi[R] = { 0 }, cst[R] = { 0 }, clim[R], cstep[R];
+	int nos, m, nsp;
+	bool same_up = attr_s_is(n, "auto_pad", "NOTSET", "SAME_UPPER");
+	bool same_lo = attr_s_is(n, "auto_pad", "NOTSET", "SAME_LOWER");
+	bool crop = false;
+
+	(void)d;
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	sx = shape_of(c, x);
+	sk = shape_of(c, k);
+	if (sx.rank < 3 || sx.rank > 5 || sk.rank != sx.rank)
+		return fail(c, "unsupported %d-D ConvTranspose (1-D to 3-D only)",
+			    sx.rank - 2);
+	nsp = w.nsp = sx.rank - 2;
+	if (g < 1 || sx.dims[1] % g || sk.dims[0] != sx.dims[1])
+		return fail(c, "weights [%lld, ...] do not match %lld channels in %d groups",
+			    (long long)sk.dims[0], (long long)sx.dims[1], g);
+	if (!same_up && !same_lo && !attr_s_is(n, "auto_pad", "NOTSET", "NOTSET") &&
+	    !attr_s_is(n, "auto_pad", "NOTSET", "VALID"))
+		return fail(c, "unsupported auto_pad");
+	for (int i = 0; i < nsp; i++)
+		st[i] = dl[i] = 1;
+	if ((m = attr_ints(c, n, "kernel_shape", kv, 6)) >= 0)
+		for (int i = 0; i < nsp; i++)
+			if (m != nsp || kv[i] != sk.dims[2 + i])
+				return fail(c, "kernel_shape does not match the weights");
+	if ((m = attr_ints(c, n, "strides", st, 6)) >= 0 && m != nsp)
+		return fail(c, "strides must have %d values", nsp);
+	if ((m = attr_ints(c, n, "dilations", dl, 6)) >= 0 && m != nsp)
+		return fail(c, "dilations must have %d values", nsp);
+	if ((m = attr_ints(c, n, "output_padding", op, 6)) >= 0 && m != nsp)
+		return fail(c, "output_padding must have %d values", nsp);
+	if ((m = attr_ints(c, n, "pads", pads, 6)) >= 0 && m != 2 * nsp)
+		return fail(c, "pads must have %d values", 2 * nsp);
+	nos = attr_ints(c, n, "output_shape", os, 6);
+	if (c->failed)
+		return -EINVAL;
+	if (nos >= 0 && nos != nsp && nos != nsp + 2)
+		return fail(c, "output_shape must have %d values", nsp);
+	for (int i = 0; i < nsp; i++) {
+		int64_t kk = sk.dims[2 + i], ext = (kk - 1) * dl[i] + 1;
+		int64_t in = sx.dims[2 + i], plo = pads[i], phi = pads[i + nsp];
+
+		if (st[i] < 1 || dl[i] < 1 || op[i] < 0 || plo < 0 || phi < 0 ||
+		    (op[i] >= st[i] && op[i] >= dl[i]))
+			return fail(c, "bad strides, dilations, pads or output_padding");
+		if (nos >= 0 || same_up || same_lo) {
+			int64_t want = nos >= 0 ? os[nos - nsp + i] : in * st[i];
+			int64_t tot = st[i] * (in - 1) + op[i] + ext - want;
+
+			/* Floor division, as ONNX's reference: a larger
+			 * output_shape (tot < 0) is zeros past the result. */
+			int64_t half = tot >= 0 ? tot / 2 : -((-tot + 1) / 2);
+
+			plo = same_up ? half : tot - half;
+			phi = tot - plo;
+		}
+		/* Padding of the dilated input for a stride-1 convolution. */
+		lo[2 + i] = (kk - 1) * dl[i] - plo;
+		hi[2 + i] = (kk - 1) * dl[i] - phi + op[i];
+		w.k[i] = kk, w.d[i] = dl[i], w.s[i] = 1;
+		w.in[i] = (in - 1) * st[i] + 1 + lo[2 + i] + hi[2 + i];
+		w.o[i] = w.in[i] - ext + 1;
+		if (w.o[i] < 1)
+			return fail(c, "empty result");
+	}
+	for (int i = 0; i < nsp && x >= 0; i++)
+		x = dilate(c, x, 2 + i, st[i]);
+	for (int i = 2; i < sx.rank; i++) {
+		crop |= lo[i] < 0 || hi[i] < 0;
+		cst[i] = lo[i] < 0 ? -lo[i] : 0;
+		lo[i] = lo[i] < 0 ? 0 : lo[i];
+	}
+	if (x >= 0 && crop) {
+		struct vtpu_shape sd = shape_of(c, x);
+
+		for (int i = 0; i < sd.rank; i++) {
+			cstep[i] = 1;
+			clim[i] = sd.dims[i] + (i >= 2 && hi[i] < 0 ? hi[i] : 0);
+		}
+		x = chk(c, vtpu_g_slice(c->g, x, cst, clim, cstep));
+	}
+	for (int i = 2; i < sx.rank; i++)
+		hi[i] = hi[i] < 0 ? 0 : hi[i];
+	x = x < 0 ? x : chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
+	/* The kernel: flipped, then [g, C/g, O/g, ...] -> [g, O/g, C/g, ...]. */
+	for (int i = 2; i < sk.rank && k >= 0; i++) {
+		int64_t rev[MAX_TAKE];
+
+		if (sk.dims[i] > MAX_TAKE)
+			return fail(c, "kernel too large");
+		for (int64_t j = 0; j < sk.dims[i]; j++)
+			rev[j] = sk.dims[i] - 1 - j;
+		if (sk.dims[i] > 1)
+			k = take(c, k, i, rev, (int)sk.dims[i]);
+	}
+	if (k >= 0) {
+		int64_t t[R] = { g, sk.dims[0] / g, sk.dims[1] };
+		int perm[R] = { 0, 2, 1 };
+
+		for (int i = 0; i < nsp; i++)
+			t[3 + i] = sk.dims[2 + i], perm[3 + i] = 3 + i;
+		if (3 + nsp > R)
+			return fail(c, "unsupported 3-D ConvTranspose with groups");
+		k = reshape(c, k, 3 + nsp, t);
+		k = k < 0 ? k : chk(c, vtpu_g_transpose(c->g, k, perm));
+		t[0] = sk.dims[1] * g, t[1] = sk.dims[0] / g;
+		for (int i = 0; i < nsp; i++)
+			t[2 + i] = sk.dims[2 + i];
+		k = k < 0 ? k : reshape(c, k, sk.rank, t);
+	}
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	x = conv_nd(c, x, k, &w, g);
+	return out(c, n, 0, add_bias(c, n, 2, x));
 }
 
 /*
@@ -2048,6 +2303,8 @@ static const struct opdef ops[] = {
 	{ "Gemm", 6, MAXV, op_gemm, 0, 0, "alpha,beta,broadcast,transA,transB" },
 	{ "Conv", 1, MAXV, op_conv, 0, 0,
 	  "auto_pad,dilations,group,kernel_shape,pads,strides" },
+	{ "ConvTranspose", 1, MAXV, op_convtranspose, 0, 0,
+	  "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides" },
 	{ "MaxPool", 1, MAXV, op_pool, 1, 0,
 	  "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides" },
 	{ "AveragePool", 1, MAXV, op_pool, 0, 0,

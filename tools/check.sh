@@ -22,12 +22,15 @@ if ! make -s BUILD="$build" all > "$logs/build.log" 2>&1; then
 	exit 1
 fi
 
-suites=(checkpatch unit kselftest e2e)
+suites=(checkpatch unit kselftest e2e conformance)
+# The make target of a suite whose name is not its target.
+declare -A target=([conformance]=conformance-check)
 summary=()
 tp=0 tf=0 ts=0
 for s in "${suites[@]}"; do
 	echo "=== $s"
-	make -s --no-print-directory BUILD="$build" "$s" 2>&1 | tee "$logs/$s.log"
+	make -s --no-print-directory BUILD="$build" "${target[$s]:-$s}" 2>&1 |
+		tee "$logs/$s.log"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E "^$s: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$" \
 		"$logs/$s.log" | tail -1)

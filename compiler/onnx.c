@@ -212,6 +212,27 @@ static int value(struct ctx *c, const char *name)
 		free(f);
 		return v->id;
 	}
+	if (s.type == VTPU_S64) {
+		/* int64 computes as s32 on the device (see the header). */
+		int32_t *w = malloc(v->c->n * sizeof(*w));
+
+		if (!w)
+			return fail(c, "out of memory");
+		for (int64_t i = 0; i < v->c->n; i++) {
+			int64_t x = ((const int64_t *)v->c->data)[i];
+
+			if (x < INT32_MIN || x > INT32_MAX) {
+				free(w);
+				return fail(c, "unsupported int64 constant '%s': %lld does not fit in s32",
+					    name, (long long)x);
+			}
+			w[i] = (int32_t)x;
+		}
+		s.type = VTPU_S32;
+		v->id = chk(c, vtpu_g_constant(c->g, &s, w));
+		free(w);
+		return v->id;
+	}
 	v->id = chk(c, vtpu_g_constant(c->g, &s, v->c->data));
 	return v->id;
 }
@@ -583,6 +604,43 @@ static int op_reciprocal(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, x < 0 ? x : binary(c, VTPU_DIV, splat(c, 1, x), x));
 }
 
+/* select(x > 0, 1, select(x < 0, -1, 0)), in x's type. */
+static int op_sign(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), zero, pos, neg, y;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	zero = splat(c, 0, x);
+	pos = zero < 0 ? zero : chk(c, vtpu_g_compare(c->g, VTPU_GT, x, zero));
+	neg = zero < 0 ? zero : chk(c, vtpu_g_compare(c->g, VTPU_LT, x, zero));
+	if (pos < 0 || neg < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_select(c->g, neg, splat(c, -1, x), zero));
+	return out(c, n, 0, y < 0 ? y :
+		   chk(c, vtpu_g_select(c->g, pos, splat(c, 1, x), y)));
+}
+
+/* x < -lambd ? x + bias : x > lambd ? x - bias : 0. */
+static int op_shrink(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), lo, hi, y;
+	double l = attr_f(n, "lambd", 0.5f), b = attr_f(n, "bias", 0.0f);
+
+	(void)d;
+	if (x < 0)
+		return x;
+	lo = chk(c, vtpu_g_compare(c->g, VTPU_LT, x, splat(c, -l, x)));
+	hi = chk(c, vtpu_g_compare(c->g, VTPU_GT, x, splat(c, l, x)));
+	if (lo < 0 || hi < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_select(c->g, hi, binary(c, VTPU_SUB, x, splat(c, b, x)),
+				 splat(c, 0, x)));
+	return out(c, n, 0, y < 0 ? y : chk(c, vtpu_g_select(c->g, lo,
+				binary(c, VTPU_ADD, x, splat(c, b, x)), y)));
+}
+
 /* select(x > 0, x, slope * x): LeakyRelu (alpha) and PRelu (input 1). */
 static int op_leaky(struct ctx *c, node_t *n, const struct opdef *d)
 {
@@ -593,6 +651,18 @@ static int op_leaky(struct ctx *c, node_t *n, const struct opdef *d)
 		return x;
 	s = shape_of(c, x);
 	slope = d->arg ? in(c, n, 1) : splat(c, attr_f(n, "alpha", 0.01f), x);
+	if (d->arg && slope >= 0 && c->opset < 7 && s.rank >= 2) {
+		struct vtpu_shape ss = shape_of(c, slope);
+
+		/* Before opset 7 a [C] slope is per channel (dimension 1). */
+		if (ss.rank == 1 && ss.dims[0] == s.dims[1] && ss.dims[0] > 1) {
+			int64_t t[R];
+
+			for (int i = 0; i < s.rank - 1; i++)
+				t[i] = i ? 1 : s.dims[1];
+			slope = reshape(c, slope, s.rank - 1, t);
+		}
+	}
 	slope = slope < 0 ? slope : bcast_to(c, slope, s.rank, s.dims);
 	zero = splat(c, 0, x);
 	if (slope < 0 || zero < 0)
@@ -714,8 +784,19 @@ static enum vtpu_type onnx_type(int t, bool *ok)
 	case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return VTPU_S32;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return VTPU_S64;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return VTPU_PRED;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return VTPU_F32;
 	default: *ok = false; return VTPU_F32;
 	}
+}
+
+/*
+ * The device type of a value of ONNX type @t: int64 computes as s32,
+ * double as f32 (onnx_type() already), bool at a graph boundary as s32
+ * 0/1 (the device has no byte type); see vtpu_compiler.h.
+ */
+static enum vtpu_type dev_type(enum vtpu_type t)
+{
+	return t == VTPU_S64 || t == VTPU_PRED ? VTPU_S32 : t;
 }
 
 static const char *onnx_type_name(int t)
@@ -739,6 +820,8 @@ static int op_cast(struct ctx *c, node_t *n, const struct opdef *d)
 	(void)d;
 	if (!ok)
 		return fail(c, "unsupported cast to %s", onnx_type_name((int)to));
+	if (t == VTPU_S64 && !c->folding)
+		t = VTPU_S32;
 	x = in(c, n, 0);
 	if (x < 0)
 		return x;
@@ -1756,6 +1839,36 @@ static int op_expand(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, bcast_to(c, x, rank, dims));
 }
 
+/*
+ * Reflect, edge and wrap padding along @axis: every result element is
+ * some input element, so it is a take() of the index sequence.
+ */
+static int pad_gather(struct ctx *c, node_t *n, int x, int axis, int64_t lo,
+		      int64_t hi)
+{
+	int64_t len = shape_of(c, x).dims[axis], idx[MAX_TAKE];
+	bool reflect = attr_s_is(n, "mode", "constant", "reflect");
+	bool edge = attr_s_is(n, "mode", "constant", "edge");
+
+	if (lo + len + hi > MAX_TAKE)
+		return fail(c, "unsupported padded size %lld (at most %d)",
+			    (long long)(lo + len + hi), MAX_TAKE);
+	if (reflect && (lo >= len || hi >= len))
+		return fail(c, "reflect pads must be smaller than the dimension");
+	for (int64_t i = 0; i < lo + len + hi; i++) {
+		int64_t j = i - lo;
+
+		if (edge)
+			j = j < 0 ? 0 : j >= len ? len - 1 : j;
+		else if (reflect)
+			j = j < 0 ? -j : j >= len ? 2 * (len - 1) - j : j;
+		else
+			j = ((j % len) + len) % len;
+		idx[i] = j;
+	}
+	return take(c, x, axis, idx, (int)(lo + len + hi));
+}
+
 static int op_pad(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int x = in(c, n, 0), m, na = -1;
@@ -1766,8 +1879,11 @@ static int op_pad(struct ctx *c, node_t *n, const struct opdef *d)
 	(void)d;
 	if (x < 0)
 		return x;
-	if (!attr_s_is(n, "mode", "constant", "constant"))
-		return fail(c, "unsupported mode (constant only)");
+	if (!attr_s_is(n, "mode", "constant", "constant") &&
+	    !attr_s_is(n, "mode", "constant", "reflect") &&
+	    !attr_s_is(n, "mode", "constant", "edge") &&
+	    !attr_s_is(n, "mode", "constant", "wrap"))
+		return fail(c, "unsupported mode");
 	s = shape_of(c, x);
 	if (c->opset < 11) {
 		m = attr_ints(c, n, c->opset < 2 ? "paddings" : "pads", p, 2 * R);
@@ -1801,7 +1917,12 @@ static int op_pad(struct ctx *c, node_t *n, const struct opdef *d)
 			return fail(c, "unsupported negative pads");
 		lo[a] = p[i], hi[a] = p[i + na];
 	}
-	return out(c, n, 0, chk(c, vtpu_g_pad(c->g, x, lo, hi, val)));
+	if (attr_s_is(n, "mode", "constant", "constant"))
+		return out(c, n, 0, chk(c, vtpu_g_pad(c->g, x, lo, hi, val)));
+	for (int a = 0; a < s.rank && x >= 0; a++)
+		if (lo[a] || hi[a])
+			x = pad_gather(c, n, x, a, lo[a], hi[a]);
+	return out(c, n, 0, x);
 }
 
 /* Gather with constant indices: take() along axis, then the index shape. */
@@ -1843,6 +1964,56 @@ static int op_gather(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, x < 0 ? x : reshape(c, x, rank, t));
 }
 
+/*
+ * Tile with constant repeats, one axis at a time: [.., X, ..] viewed as
+ * [.., 1, X, ..], broadcast to [.., r, X, ..] and merged to [.., r * X, ..];
+ * at the maximum rank, a concatenation of r copies.
+ */
+static int op_tile(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), m;
+	int64_t rep[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if ((m = in_ints(c, n, 1, rep, R, "repeats")) < 0)
+		return m;
+	if (m != s.rank)
+		return fail(c, "repeats has %d values for rank %d", m, s.rank);
+	for (int a = 0; a < s.rank && x >= 0; a++) {
+		int64_t t[R], bd[R];
+		int map[R];
+
+		if (rep[a] < 1 || rep[a] > 1024)
+			return fail(c, "unsupported repeats %lld (1..1024)",
+				    (long long)rep[a]);
+		if (rep[a] == 1)
+			continue;
+		s = shape_of(c, x);
+		if (s.rank == R) {
+			int parts[1024];
+
+			for (int64_t i = 0; i < rep[a]; i++)
+				parts[i] = x;
+			x = chk(c, vtpu_g_concat(c->g, (int)rep[a], parts, a));
+			continue;
+		}
+		for (int i = 0, j = 0; i <= s.rank; i++) {
+			bd[i] = i == a ? rep[a] : s.dims[j];
+			if (i != a)
+				map[j++] = i;
+		}
+		x = chk(c, vtpu_g_broadcast(c->g, x, s.rank + 1, bd, map));
+		for (int i = 0; i < s.rank; i++)
+			t[i] = i == a ? rep[a] * s.dims[a] : s.dims[i];
+		x = x < 0 ? x : reshape(c, x, s.rank, t);
+	}
+	return out(c, n, 0, x);
+}
+
 /* ---- constants --------------------------------------------------------------- */
 
 /* A host constant of @type and @n elements from @data (copied). */
@@ -1866,6 +2037,42 @@ static struct cval *cval_new(enum vtpu_type type, int rank, const int64_t *dims,
 	if (n)
 		memcpy(cv->data, data, n * esize(type));
 	return cv;
+}
+
+/* A DOUBLE TensorProto of @n elements, rounded to f32. */
+static struct cval *tensor_double(struct ctx *c, const Onnx__TensorProto *t,
+				  int64_t n)
+{
+	struct cval *cv = cval_new(VTPU_F32, (int)t->n_dims, t->dims, NULL, 0);
+	bool raw = t->has_raw_data && t->raw_data.len;
+
+	if (!cv)
+		goto oom;
+	free(cv->data);
+	cv->n = n;
+	cv->data = calloc(n ? n : 1, sizeof(float));
+	if (!cv->data)
+		goto oom;
+	if (raw ? t->raw_data.len != (size_t)n * 8 : t->n_double_data != (size_t)n) {
+		cval_free(cv);
+		fail(c, "tensor '%s': data does not match %lld elements of DOUBLE",
+		     t->name ? t->name : "", (long long)n);
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		double d;
+
+		if (raw)
+			memcpy(&d, t->raw_data.data + 8 * i, 8);	/* LE */
+		else
+			d = t->double_data[i];
+		((float *)cv->data)[i] = (float)d;
+	}
+	return cv;
+oom:
+	cval_free(cv);
+	fail(c, "out of memory");
+	return NULL;
 }
 
 /* Decodes a TensorProto: raw_data (little-endian) or the typed field. */
@@ -1903,6 +2110,8 @@ static struct cval *tensor(struct ctx *c, const Onnx__TensorProto *t)
 			return NULL;
 		}
 	}
+	if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+		return tensor_double(c, t, n);
 	es = esize(ty);
 	cv = cval_new(ty, (int)t->n_dims, t->dims, NULL, 0);
 	if (!cv)
@@ -2269,10 +2478,11 @@ static const struct opdef ops[] = {
 	{ "Mul", 1, MAXV, op_binary, VTPU_MUL, 0, "axis,broadcast" },
 	{ "Div", 1, MAXV, op_binary, VTPU_DIV, 0, "axis,broadcast" },
 	{ "Pow", 1, MAXV, op_binary, VTPU_POW, 0, "axis,broadcast" },
-	{ "Max", 8, MAXV, op_variadic, VTPU_MAX, 0, "" },
-	{ "Min", 8, MAXV, op_variadic, VTPU_MIN, 0, "" },
-	{ "Sum", 8, MAXV, op_variadic, VTPU_ADD, 0, "" },
-	{ "Mean", 8, MAXV, op_variadic, VTPU_ADD, 1, "" },
+	/* Before opset 8 the inputs have one shape: broadcasting is moot. */
+	{ "Max", 1, MAXV, op_variadic, VTPU_MAX, 0, "consumed_inputs" },
+	{ "Min", 1, MAXV, op_variadic, VTPU_MIN, 0, "consumed_inputs" },
+	{ "Sum", 1, MAXV, op_variadic, VTPU_ADD, 0, "consumed_inputs" },
+	{ "Mean", 1, MAXV, op_variadic, VTPU_ADD, 1, "consumed_inputs" },
 	{ "Equal", 7, MAXV, op_compare, VTPU_EQ, 0, "" },
 	{ "Less", 7, MAXV, op_compare, VTPU_LT, 0, "" },
 	{ "LessOrEqual", 12, MAXV, op_compare, VTPU_LE, 0, "" },
@@ -2289,6 +2499,8 @@ static const struct opdef ops[] = {
 	{ "Tanh", 6, MAXV, op_unary, VTPU_TANH, 0, "" },
 	{ "Gelu", 20, MAXV, op_gelu, VTPU_GELU, 0, "approximate" },
 	{ "Reciprocal", 6, MAXV, op_reciprocal, 0, 0, "" },
+	{ "Sign", 9, MAXV, op_sign, 0, 0, "" },
+	{ "Shrink", 9, MAXV, op_shrink, 0, 0, "bias,lambd" },
 	{ "LeakyRelu", 6, MAXV, op_leaky, 0, 0, "alpha" },
 	{ "PRelu", 6, MAXV, op_leaky, 1, 0, "" },
 	{ "Elu", 6, MAXV, op_elu, 0, 0, "alpha" },
@@ -2341,6 +2553,7 @@ static const struct opdef ops[] = {
 	{ "Expand", 8, MAXV, op_expand, 0, 0, "" },
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
+	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
 	{ "Constant", 1, MAXV, op_constant, 0, 0,
 	  "value,value_float,value_floats,value_int,value_ints" },
 	{ "Shape", 1, MAXV, op_shape, 0, 0, "start,end" },
@@ -2504,7 +2717,17 @@ static int add_inputs(struct ctx *c, const Onnx__GraphProto *gp)
 			continue;
 		if ((id = input_shape(c, vi, &s)))
 			return id == -EBADR ? id : -EINVAL;
-		id = chk(c, vtpu_g_parameter(c->g, np++, &s, vi->name));
+		{
+			enum vtpu_type t = s.type;
+
+			s.type = dev_type(t);
+			id = chk(c, vtpu_g_parameter(c->g, np++, &s, vi->name));
+			/* bool arrives as s32 0/1: pred is x != 0. */
+			if (id >= 0 && t == VTPU_PRED)
+				id = chk(c, vtpu_g_compare(c->g, VTPU_NE, id,
+							   splat(c, 0, id)));
+			s.type = t;
+		}
 		if (id < 0 || define(c, vi->name, id, NULL))
 			return -EINVAL;
 		if ((id = bind_values(c, &c->v[c->nv - 1], &s)))
@@ -2697,6 +2920,9 @@ static int add_outputs(struct ctx *c, const Onnx__GraphProto *gp)
 			return fail(c, "output %zu has no name", i);
 		}
 		v[i] = value(c, gp->output[i]->name);
+		/* bool leaves as s32 0/1 (dev_type()). */
+		if (v[i] >= 0 && shape_of(c, v[i]).type == VTPU_PRED)
+			v[i] = chk(c, vtpu_g_convert(c->g, v[i], VTPU_S32));
 		if (v[i] < 0) {
 			free(v);
 			return -EINVAL;

@@ -161,6 +161,13 @@ int vtpu_hlo_parse(const char *text, size_t len, struct vtpu_graph **out,
  * the frontend does not handle, -ENOMEM; when @err is not NULL, a message
  * such as "node 3 (Resize): unsupported operator Resize (opset 13)" in
  * @err (@errlen bytes).
+ *
+ * Types: the device computes in f32, bf16 and s32. As JAX does without
+ * x64, ONNX DOUBLE values are f32 and INT64 values s32 (an int64
+ * constant outside the s32 range is -EOPNOTSUPP); BOOL parameters and
+ * outputs are s32 0/1. The graph's parameter and output shapes give
+ * these device types: the caller converts its data (range-checking
+ * int64) when it fills the parameters and reads the outputs.
  */
 int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		    char *err, size_t errlen);

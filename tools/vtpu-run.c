@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +91,13 @@ static void *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+static const char *ends(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix) ? s + a - b : NULL;
+}
+
 static size_t elems(const struct vtpu_shape *s)
 {
 	size_t n = 1;
@@ -99,12 +108,51 @@ static size_t elems(const struct vtpu_shape *s)
 	return n;
 }
 
-/* An ONNX TensorProto file, as f32; -1 with a message on error. */
-static int load_pb(const char *path, float *dst, size_t n)
+static int type_size(enum vtpu_type t)
+{
+	return t == VTPU_BF16 ? 2 : t == VTPU_S64 ? 8 : t == VTPU_PRED ? 1 : 4;
+}
+
+static const char *type_name(enum vtpu_type t)
+{
+	static const char *const names[] = { "f32", "bf16", "s32", "s64", "pred" };
+
+	return t <= VTPU_PRED ? names[t] : "?";
+}
+
+/*
+ * A tensor from a file, as doubles (exact for every type the files
+ * hold that vtpu computes with: f32, f64 rounded later, int32, and
+ * int64 within 2^53, checked), with its dims.
+ */
+struct tensor {
+	int rank;
+	int64_t dims[VTPU_MAX_RANK];
+	size_t n;
+	double *v;
+	bool is_int;
+};
+
+static int tensor_alloc(struct tensor *t, const char *path)
+{
+	t->n = 1;
+	for (int i = 0; i < t->rank; i++)
+		t->n *= t->dims[i];
+	t->v = calloc(t->n ? t->n : 1, sizeof(double));
+	if (!t->v)
+		return fprintf(stderr, "vtpu-run: %s: out of memory\n", path), -1;
+	return 0;
+}
+
+#define PB(x)	ONNX__TENSOR_PROTO__DATA_TYPE__##x
+
+/* An ONNX TensorProto file; -1 with a message on error. */
+static int load_pb(const char *path, struct tensor *out)
 {
 	Onnx__TensorProto *t;
-	size_t len;
+	size_t len, es, raw;
 	void *buf = read_file(path, &len);
+	int dt, ok = 1;
 
 	if (!buf)
 		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
@@ -114,56 +162,211 @@ static int load_pb(const char *path, float *dst, size_t n)
 	if (!t)
 		return fprintf(stderr, "vtpu-run: %s is not an ONNX TensorProto\n",
 			       path), -1;
-	if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
-	    t->raw_data.len == n * 4) {
-		memcpy(dst, t->raw_data.data, n * 4);
-	} else if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
-		   t->n_float_data == n) {
-		memcpy(dst, t->float_data, n * 4);
-	} else {
+	dt = t->data_type;
+	es = dt == PB(FLOAT) || dt == PB(INT32) ? 4 : dt == PB(DOUBLE) ||
+	     dt == PB(INT64) ? 8 : dt == PB(BOOL) ? 1 : 0;
+	if (!es || t->n_dims > VTPU_MAX_RANK) {
+		fprintf(stderr, "vtpu-run: %s: unsupported tensor (type %d, rank %zu); FLOAT, DOUBLE, INT32, INT64 and BOOL up to rank %d are\n",
+			path, dt, t->n_dims, VTPU_MAX_RANK);
 		onnx__tensor_proto__free_unpacked(t, NULL);
-		return fprintf(stderr, "vtpu-run: %s: wants %zu f32 elements\n",
-			       path, n), -1;
+		return -1;
+	}
+	out->rank = (int)t->n_dims;
+	for (int i = 0; i < out->rank; i++)
+		out->dims[i] = t->dims[i];
+	out->is_int = dt != PB(FLOAT) && dt != PB(DOUBLE);
+	if (tensor_alloc(out, path)) {
+		onnx__tensor_proto__free_unpacked(t, NULL);
+		return -1;
+	}
+	raw = t->has_raw_data ? t->raw_data.len : 0;
+	for (size_t k = 0; k < out->n && ok; k++) {
+		const uint8_t *p = raw ? t->raw_data.data + k * es : NULL;
+		union { float f; double d; int32_t i; int64_t l; uint8_t b; } u;
+
+		if (raw && raw != out->n * es) {
+			ok = 0;
+			break;
+		}
+		if (p)
+			memcpy(&u, p, es);	/* hosts are little-endian */
+		else if (dt == PB(FLOAT) && k < t->n_float_data)
+			u.f = t->float_data[k];
+		else if (dt == PB(DOUBLE) && k < t->n_double_data)
+			u.d = t->double_data[k];
+		else if (dt == PB(INT64) && k < t->n_int64_data)
+			u.l = t->int64_data[k];
+		else if ((dt == PB(INT32) || dt == PB(BOOL)) && k < t->n_int32_data)
+			u.i = t->int32_data[k], u.b = dt == PB(BOOL) ? u.i != 0 : u.b;
+		else
+			ok = 0;
+		if (!ok)
+			break;
+		out->v[k] = dt == PB(FLOAT) ? u.f : dt == PB(DOUBLE) ? u.d :
+			    dt == PB(INT32) ? u.i : dt == PB(INT64) ? (double)u.l :
+			    u.b;
+		if (dt == PB(INT64) && (u.l > (1ll << 53) || u.l < -(1ll << 53)))
+			ok = 0;
 	}
 	onnx__tensor_proto__free_unpacked(t, NULL);
+	if (!ok) {
+		free(out->v);
+		return fprintf(stderr, "vtpu-run: %s: data does not match its dims, or int64 beyond 2^53\n",
+			       path), -1;
+	}
 	return 0;
 }
 
-/* A NumPy .npy file of '<f4' in C order, as f32. */
-static int load_npy(const char *path, float *dst, size_t n)
+/* A version-1 NumPy .npy file in C order: <f4, <f8, <i4, <i8 or |b1. */
+static int load_npy(const char *path, struct tensor *out)
 {
+	static const struct { const char *descr; int size; bool is_int; } kinds[] = {
+		{ "'<f4'", 4, false }, { "'<f8'", 8, false },
+		{ "'<i4'", 4, true }, { "'<i8'", 8, true }, { "'|b1'", 1, true },
+	};
 	size_t len, hlen;
 	unsigned char *buf = read_file(path, &len);
-	int ret = -1;
+	const char *hdr, *sh;
+	int kind = -1, ret = -1;
 
 	if (!buf)
 		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
 			       strerror(errno)), -1;
-	if (len < 10 || memcmp(buf, "\x93NUMPY", 6)) {
-		fprintf(stderr, "vtpu-run: %s is not a .npy file\n", path);
+	if (len < 10 || memcmp(buf, "\x93NUMPY\x01", 7)) {
+		fprintf(stderr, "vtpu-run: %s is not a version-1 .npy file\n", path);
 		goto out;
 	}
-	hlen = buf[6] == 1 ? buf[8] | buf[9] << 8 : 0;
-	if (!hlen || 10 + hlen + n * 4 != len ||
-	    !strstr((char *)buf + 10, "'<f4'") ||
-	    strstr((char *)buf + 10, "'fortran_order': True")) {
-		fprintf(stderr, "vtpu-run: %s: wants %zu little-endian f32 in C order (version 1 .npy)\n",
-			path, n);
+	hlen = buf[8] | buf[9] << 8;
+	hdr = (char *)buf + 10;
+	for (int k = 0; k < 5 && 10 + hlen <= len; k++)
+		if (strstr(hdr, kinds[k].descr))
+			kind = k;
+	sh = 10 + hlen <= len ? strstr(hdr, "'shape': (") : NULL;
+	if (kind < 0 || !sh || strstr(hdr, "'fortran_order': True")) {
+		fprintf(stderr, "vtpu-run: %s: wants <f4, <f8, <i4, <i8 or |b1 in C order\n",
+			path);
 		goto out;
 	}
-	memcpy(dst, buf + 10 + hlen, n * 4);
+	out->rank = 0;
+	for (sh += 10; *sh && *sh != ')';) {
+		char *e;
+		long long d = strtoll(sh, &e, 10);
+
+		if (e == sh)
+			break;
+		if (out->rank == VTPU_MAX_RANK) {
+			fprintf(stderr, "vtpu-run: %s: rank above %d\n", path,
+				VTPU_MAX_RANK);
+			goto out;
+		}
+		out->dims[out->rank++] = d;
+		sh = e + strspn(e, ", ");
+	}
+	out->is_int = kinds[kind].is_int;
+	if (tensor_alloc(out, path))
+		goto out;
+	if (10 + hlen + out->n * kinds[kind].size != len) {
+		fprintf(stderr, "vtpu-run: %s: %zu elements do not match the file size\n",
+			path, out->n);
+		free(out->v);
+		goto out;
+	}
+	for (size_t k = 0; k < out->n; k++) {
+		const unsigned char *p = buf + 10 + hlen + k * kinds[kind].size;
+		union { float f; double d; int32_t i; int64_t l; uint8_t b; } u;
+
+		memcpy(&u, p, kinds[kind].size);
+		out->v[k] = kind == 0 ? u.f : kind == 1 ? u.d : kind == 2 ? u.i :
+			    kind == 3 ? (double)u.l : u.b;
+	}
 	ret = 0;
 out:
 	free(buf);
 	return ret;
 }
 
-static int save_npy(const char *path, const float *data,
+static int load_tensor(const char *path, struct tensor *t)
+{
+	return ends(path, ".npy") ? load_npy(path, t) : load_pb(path, t);
+}
+
+/*
+ * @t in the device type of @s (what the compiler made of the model's
+ * type: int64 computes as s32, double as f32, bool as s32 0/1); values
+ * an s32 cannot hold are an error, not a silent wrap.
+ */
+static void *to_device(const struct tensor *t, const struct vtpu_shape *s,
+		       const char *what)
+{
+	size_t n = elems(s);
+	void *dst;
+
+	if (t->n != n) {
+		fprintf(stderr, "vtpu-run: %s has %zu elements, the model wants %zu\n",
+			what, t->n, n);
+		return NULL;
+	}
+	dst = malloc(n * type_size(s->type) + 1);
+	for (size_t k = 0; dst && k < n; k++) {
+		double v = t->v[k];
+
+		if (s->type == VTPU_F32) {
+			((float *)dst)[k] = (float)v;
+		} else if (s->type == VTPU_BF16) {
+			float f = (float)v;
+			uint32_t b;
+
+			memcpy(&b, &f, 4);
+			b += 0x7fff + ((b >> 16) & 1);	/* round to nearest even */
+			((uint16_t *)dst)[k] = (uint16_t)(b >> 16);
+		} else if (s->type == VTPU_S32) {
+			if (v != (double)(int32_t)v) {
+				fprintf(stderr, "vtpu-run: %s element %zu (%.17g) does not fit the device's s32\n",
+					what, k, v);
+				free(dst);
+				return NULL;
+			}
+			((int32_t *)dst)[k] = (int32_t)v;
+		} else {
+			fprintf(stderr, "vtpu-run: %s: the model wants %s, which a buffer cannot hold\n",
+				what, type_name(s->type));
+			free(dst);
+			return NULL;
+		}
+	}
+	return dst;
+}
+
+/* Device data of @s as doubles, for printing and comparing. */
+static double *from_device(const void *src, const struct vtpu_shape *s)
+{
+	size_t n = elems(s);
+	double *v = malloc(n * sizeof(*v) + 1);
+
+	for (size_t k = 0; v && k < n; k++) {
+		if (s->type == VTPU_F32) {
+			v[k] = ((const float *)src)[k];
+		} else if (s->type == VTPU_BF16) {
+			uint32_t b = (uint32_t)((const uint16_t *)src)[k] << 16;
+			float f;
+
+			memcpy(&f, &b, 4);
+			v[k] = f;
+		} else {
+			v[k] = ((const int32_t *)src)[k];
+		}
+	}
+	return v;
+}
+
+static int save_npy(const char *path, const void *data,
 		    const struct vtpu_shape *s)
 {
 	char hdr[256], dims[160] = "";
 	FILE *f = fopen(path, "wb");
 	int i, len;
+	size_t n = elems(s);
+	float *f32 = NULL;
 
 	if (!f)
 		return fprintf(stderr, "vtpu-run: cannot write %s: %s\n", path,
@@ -173,8 +376,8 @@ static int save_npy(const char *path, const float *data,
 			 "%lld,%s", (long long)s->dims[i],
 			 s->rank > 1 && i < s->rank - 1 ? " " : "");
 	len = snprintf(hdr, sizeof(hdr),
-		       "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
-		       dims);
+		       "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+		       s->type == VTPU_S32 ? "<i4" : "<f4", dims);
 	/* pad so data starts 64-byte aligned, header ends with \n */
 	while ((10 + len + 1) % 64)
 		hdr[len++] = ' ';
@@ -183,31 +386,84 @@ static int save_npy(const char *path, const float *data,
 	fputc(len & 0xff, f);
 	fputc(len >> 8, f);
 	fwrite(hdr, 1, len, f);
-	fwrite(data, 4, elems(s), f);
-	return fclose(f) ? -1 : 0;
+	if (s->type == VTPU_BF16) {	/* NumPy has no bfloat16: widen */
+		double *v = from_device(data, s);
+
+		f32 = malloc(n * sizeof(*f32) + 1);
+		for (size_t k = 0; v && f32 && k < n; k++)
+			f32[k] = (float)v[k];
+		free(v);
+		data = f32;
+	}
+	if (data)
+		fwrite(data, 4, n, f);
+	free(f32);
+	return fclose(f) || !data ? -1 : 0;
 }
 
-static const char *ends(const char *s, const char *suffix)
+/*
+ * Bindings for vtpu_onnx_parse_bound(): the i-th input file binds the
+ * i-th graph input that is not an initializer, its dims always (they
+ * fill symbolic ones), its values when they are integers (they may be a
+ * shape the model needs at compile time).
+ */
+static int onnx_bindings(const void *buf, size_t len, const struct tensor *in,
+			 int nin, struct vtpu_onnx_binding *b, int64_t **vals)
 {
-	size_t a = strlen(s), b = strlen(suffix);
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	int nb = 0;
 
-	return a >= b && !strcmp(s + a - b, suffix) ? s + a - b : NULL;
+	if (!m || !m->graph) {
+		if (m)
+			onnx__model_proto__free_unpacked(m, NULL);
+		return 0;	/* vtpu_onnx_parse_bound() will say why */
+	}
+	for (size_t i = 0; i < m->graph->n_input && nb < nin; i++) {
+		const char *name = m->graph->input[i]->name;
+		bool init = false;
+
+		for (size_t k = 0; k < m->graph->n_initializer && !init; k++)
+			init = name && m->graph->initializer[k]->name &&
+			       !strcmp(name, m->graph->initializer[k]->name);
+		if (init || !name)
+			continue;
+		b[nb].name = strdup(name);
+		b[nb].rank = in[nb].rank;
+		memcpy(b[nb].dims, in[nb].dims, sizeof(b[nb].dims));
+		b[nb].values = NULL;
+		if (in[nb].is_int && (vals[nb] = malloc(in[nb].n * 8 + 8))) {
+			for (size_t k = 0; k < in[nb].n; k++)
+				vals[nb][k] = (int64_t)in[nb].v[k];
+			b[nb].values = vals[nb];
+		}
+		nb++;
+	}
+	onnx__model_proto__free_unpacked(m, NULL);
+	return nb;
 }
 
 static int compile_model(struct vtpu_client *c, const char *path,
+			 const struct tensor *in, int nin,
 			 struct vtpu_executable **exe)
 {
+	struct vtpu_onnx_binding b[MAX_IO];
+	int64_t *vals[MAX_IO] = { 0 };
 	struct vtpu_graph *g = NULL;
 	char err[512];
 	size_t len;
 	void *buf = read_file(path, &len);
-	int ret;
+	int ret, nb = 0;
 
 	if (!buf)
 		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
 			       strerror(errno)), -1;
 	if (ends(path, ".onnx")) {
-		ret = vtpu_onnx_parse(buf, len, &g, err, sizeof(err));
+		nb = onnx_bindings(buf, len, in, nin, b, vals);
+		ret = vtpu_onnx_parse_bound(buf, len, b, nb, &g, err, sizeof(err));
+		for (int i = 0; i < nb; i++) {
+			free((char *)b[i].name);
+			free(vals[i]);
+		}
 		if (ret) {
 			fprintf(stderr, "vtpu-run: %s: %s\n", path, err);
 			free(buf);
@@ -272,12 +528,12 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void print_output(int i, const float *v, const struct vtpu_shape *s)
+static void print_output(int i, const double *v, const struct vtpu_shape *s)
 {
 	size_t n = elems(s), k;
 	int d;
 
-	printf("output %d: f32[", i);
+	printf("output %d: %s[", i, type_name(s->type));
 	for (d = 0; d < s->rank; d++)
 		printf("%s%lld", d ? "," : "", (long long)s->dims[d]);
 	printf("] =");
@@ -287,32 +543,36 @@ static void print_output(int i, const float *v, const struct vtpu_shape *s)
 }
 
 /* Compares with an expected tensor; 1 when within ONNX's tolerance. */
-static int check_expected(int i, const float *got, const struct vtpu_shape *s,
+static int check_expected(int i, const double *got, const struct vtpu_shape *s,
 			  const char *path)
 {
 	size_t n = elems(s), k;
-	float *want = malloc(n * 4);
+	struct tensor want;
 	double abs_err = 0, rel_err = 0;
 	int ok = 1;
 
-	if (!want || (ends(path, ".npy") ? load_npy : load_pb)(path, want, n)) {
-		free(want);
+	if (load_tensor(path, &want))
+		return 0;
+	if (want.n != n) {
+		printf("output %d vs %s: %zu elements, expected %zu: MISMATCH\n",
+		       i, path, n, want.n);
+		free(want.v);
 		return 0;
 	}
 	for (k = 0; k < n; k++) {
-		double d = got[k] > want[k] ? got[k] - want[k] : want[k] - got[k];
-		double m = want[k] < 0 ? -want[k] : want[k];
+		double w = want.v[k], d = got[k] > w ? got[k] - w : w - got[k];
+		double m = w < 0 ? -w : w;
 
 		if (d > abs_err)
 			abs_err = d;
 		if (m > 0 && d / m > rel_err)
 			rel_err = d / m;
-		if (!(d <= 1e-7 + 1e-3 * m))
+		if (!(d <= 1e-7 + 1e-3 * m) && !(got[k] == w))
 			ok = 0;
 	}
 	printf("output %d vs %s: max abs error %.3g, max rel error %.3g: %s\n",
 	       i, path, abs_err, rel_err, ok ? "match" : "MISMATCH");
-	free(want);
+	free(want.v);
 	return ok;
 }
 
@@ -379,7 +639,8 @@ int main(int argc, char **argv)
 	double t0, tc, *times;
 	int i, nin, nout, r, ret = 1, mismatch = 0;
 	struct opts o;
-	float *data;
+	struct tensor tin[MAX_IO] = { 0 };
+	void *data;
 
 	r = parse_args(argc, argv, &o);
 	if (r)
@@ -397,8 +658,11 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "vtpu-run: %s\n", vtpu_client_error(NULL)), 1;
 	if (o.profile && vtpu_profile_start(c, &prof))
 		fprintf(stderr, "vtpu-run: no profile: %s\n", vtpu_client_error(c));
+	for (i = 0; i < o.ninputs; i++)
+		if (load_tensor(o.inputs[i], &tin[i]))
+			goto out;
 	t0 = now();
-	if (compile_model(c, o.model, &exe))
+	if (compile_model(c, o.model, tin, o.ninputs, &exe))
 		goto out;
 	tc = now() - t0;
 	nin = vtpu_executable_num_inputs(exe);
@@ -414,33 +678,41 @@ int main(int argc, char **argv)
 	}
 	srand(o.seed);
 	for (i = 0; i < nin; i++) {
-		size_t n, k;
+		char what[64];
+		size_t n, k, bytes;
+		struct tensor rnd = { 0 };
+		void *dev;
 
 		vtpu_executable_input_shape(exe, i, &s);
 		n = elems(&s);
-		data = malloc(n * 4);
-		if (!data)
-			goto out;
-		if (!o.ninputs)
+		bytes = n * type_size(s.type);
+		if (!o.ninputs) {
+			rnd.rank = s.rank;
+			memcpy(rnd.dims, s.dims, sizeof(rnd.dims));
+			if (tensor_alloc(&rnd, "random input"))
+				goto out;
 			for (k = 0; k < n; k++)
-				data[k] = (float)rand() / RAND_MAX * 2 - 1;
-		else if ((ends(o.inputs[i], ".npy") ? load_npy : load_pb)(o.inputs[i], data, n)) {
-			free(data);
-			goto out;
+				rnd.v[k] = s.type == VTPU_S32 ? rand() % 10 :
+					   (double)rand() / RAND_MAX * 2 - 1;
 		}
-		if (vtpu_buffer_create(c, NULL, n * 4, VTPU_PLACE_AUTO, &in[i]) ||
-		    vtpu_buffer_upload(in[i], 0, data, n * 4)) {
+		snprintf(what, sizeof(what), "input %d", i);
+		dev = to_device(o.ninputs ? &tin[i] : &rnd, &s, what);
+		free(rnd.v);
+		if (!dev)
+			goto out;
+		if (vtpu_buffer_create(c, NULL, bytes, VTPU_PLACE_AUTO, &in[i]) ||
+		    vtpu_buffer_upload(in[i], 0, dev, bytes)) {
 			fprintf(stderr, "vtpu-run: input %d: %s\n", i,
 				vtpu_client_error(c));
-			free(data);
+			free(dev);
 			goto out;
 		}
-		free(data);
+		free(dev);
 	}
 	for (i = 0; i < nout; i++) {
 		vtpu_executable_output_shape(exe, i, &s);
-		if (vtpu_buffer_create(c, NULL, elems(&s) * 4, VTPU_PLACE_AUTO,
-				       &out[i])) {
+		if (vtpu_buffer_create(c, NULL, elems(&s) * type_size(s.type),
+				       VTPU_PLACE_AUTO, &out[i])) {
 			fprintf(stderr, "vtpu-run: output %d: %s\n", i,
 				vtpu_client_error(c));
 			goto out;
@@ -472,17 +744,29 @@ int main(int argc, char **argv)
 	for (i = 0; i < nout; i++) {
 		char path[512];
 
+		double *v;
+		size_t bytes;
+
 		vtpu_executable_output_shape(exe, i, &s);
-		data = malloc(elems(&s) * 4);
-		if (!data || vtpu_buffer_download(out[i], 0, data, elems(&s) * 4))
+		bytes = elems(&s) * type_size(s.type);
+		data = malloc(bytes + 1);
+		if (!data || vtpu_buffer_download(out[i], 0, data, bytes)) {
+			free(data);
 			goto out;
+		}
 		printf("output %d: %llu bytes in %s\n", i,
 		       (unsigned long long)vtpu_buffer_size(out[i]),
 		       placement(vtpu_buffer_placement(out[i])));
+		v = from_device(data, &s);
+		if (!v) {
+			free(data);
+			goto out;
+		}
 		if (!o.quiet)
-			print_output(i, data, &s);
-		if (i < o.nexpect && !check_expected(i, data, &s, o.expect[i]))
+			print_output(i, v, &s);
+		if (i < o.nexpect && !check_expected(i, v, &s, o.expect[i]))
 			mismatch = 1;
+		free(v);
 		if (o.outdir) {
 			snprintf(path, sizeof(path), "%s/output_%d.npy", o.outdir, i);
 			if (save_npy(path, data, &s)) {
@@ -509,6 +793,8 @@ out:
 	}
 	if (exe)
 		vtpu_executable_destroy(exe);
+	for (i = 0; i < MAX_IO; i++)
+		free(tin[i].v);
 	vtpu_client_destroy(c);
 	return ret;
 }

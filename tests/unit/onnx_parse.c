@@ -290,8 +290,142 @@ TEST(unsupported_operator)
 TEST(unsupported_attribute_and_type)
 {
 	ASSERT_MODEL_ERROR("node/test_maxpool_2d_ceil", "ceil_mode");
-	ASSERT_MODEL_ERROR("node/test_edge_pad", "unsupported mode");
-	ASSERT_MODEL_ERROR("node/test_cast_FLOAT_to_DOUBLE", "DOUBLE");
+	ASSERT_MODEL_ERROR("node/test_maxpool_with_argmax_2d_precomputed_pads",
+			   "unsupported Indices output");
+	ASSERT_MODEL_ERROR("node/test_cast_FLOAT_to_STRING",
+			   "unsupported cast to STRING");
+	ASSERT_MODEL_ERROR("node/test_maxpool_2d_uint8",
+			   "unsupported element type UINT8");
+}
+
+TEST(convolutions_3d_and_transposed)
+{
+	ASSERT_MODEL("pytorch-converted/test_Conv3d_groups", 1, "2x6x2x3x2");
+	ASSERT_MODEL("pytorch-converted/test_ConvTranspose2d", 1, "1x4x20x12");
+	ASSERT_MODEL("pytorch-converted/test_MaxPool3d_stride_padding", 1,
+		     "2x3x3x3x3");
+	ASSERT_MODEL("pytorch-converted/test_ReflectionPad2d", 1, "2x3x15x11");
+	ASSERT_MODEL("pytorch-operator/test_operator_repeat", 1, "1x4x9x16");
+}
+
+/* The type of parameter @i (-1: output 0) of @test, parsed unbound. */
+static int io_type(const char *test, int i, enum vtpu_type *t, bool *absent)
+{
+	struct vtpu_graph *g = NULL;
+	struct vtpu_shape s;
+	char err[512] = "";
+	int ret = parse_model(test, &g, err, sizeof(err), absent);
+
+	if (ret)
+		return ret;
+	for (int k = 0; k < g->ir.n && i >= 0; k++)
+		if (g->ir.nodes[k].op == OP_PARAM &&
+		    g->ir.nodes[k].a.param.index == i)
+			ret = vtpu_graph_shape(g, k, &s);
+	if (i < 0)
+		ret = vtpu_graph_shape(g, g->ir.outputs[0], &s);
+	*t = s.type;
+	vtpu_graph_free(g);
+	return ret;
+}
+
+TEST(device_types_at_the_boundary)
+{
+	enum vtpu_type t = VTPU_PRED;
+	bool absent;
+
+	/* DOUBLE computes as f32, INT64 as s32, BOOL leaves as s32 0/1. */
+	ASSERT_EQ(0, io_type("node/test_cast_FLOAT_to_DOUBLE", -1, &t, &absent));
+	EXPECT_EQ(VTPU_F32, t);
+	ASSERT_EQ(0, io_type("node/test_where_long_example", 1, &t, &absent));
+	EXPECT_EQ(VTPU_S32, t);
+	ASSERT_EQ(0, io_type("node/test_where_long_example", 0, &t, &absent));
+	EXPECT_EQ(VTPU_S32, t);		/* the BOOL condition */
+	ASSERT_EQ(0, io_type("node/test_equal", -1, &t, &absent));
+	EXPECT_EQ(VTPU_S32, t);
+}
+
+/* vtpu_onnx_parse_bound() on @test's model. */
+static int parse_bound(const char *test, const struct vtpu_onnx_binding *b,
+		       int n, struct vtpu_graph **g, char *err, size_t len)
+{
+	size_t mlen = 0;
+	void *buf = slurp(model_path(test), &mlen);
+	int ret;
+
+	if (!buf)
+		return -ENOENT;
+	ret = vtpu_onnx_parse_bound(buf, mlen, b, n, g, err, len);
+	free(buf);
+	return ret;
+}
+
+TEST(bound_shape_input)
+{
+	/* Expand(X [1,3,1], shape): shape is a graph input, bound here. */
+	static const int64_t shape[2] = { 1, 6 };
+	struct vtpu_onnx_binding b = { "shape", 1, { 2 }, shape };
+	struct vtpu_graph *g = NULL;
+	char err[512] = "", buf[64];
+	int ret = parse_bound("simple/test_expand_shape_model1", &b, 1, &g, err,
+			      sizeof(err));
+
+	if (ret == -ENOENT)
+		SKIP(return, "test_expand_shape_model1 is not installed");
+	ASSERT_EQ(0, ret) TH_LOG("%s", err);
+	EXPECT_STREQ("1x3x6", out_dims(g, 0, buf, sizeof(buf)));
+	/* Still a parameter: the caller binds it at run time as before. */
+	EXPECT_EQ(2, g->ir.nparams);
+	vtpu_graph_free(g);
+	/* Unbound, the shape is not known at compile time. */
+	ASSERT_MODEL_ERROR("simple/test_expand_shape_model1",
+			   "shape 'shape' is not constant");
+}
+
+TEST(bound_values_are_not_data)
+{
+	/* Gather indices are data: bound values do not make them constant. */
+	static const int64_t idx[4] = { 0, 1, 2, 3 };
+	struct vtpu_onnx_binding b = { "0", 2, { 1, 4 }, idx };
+	struct vtpu_graph *g = (struct vtpu_graph *)&g;
+	char err[512] = "";
+	int ret = parse_bound("pytorch-converted/test_Embedding", &b, 1, &g, err,
+			      sizeof(err));
+
+	if (ret == -ENOENT)
+		SKIP(return, "test_Embedding is not installed");
+	EXPECT_EQ(-EOPNOTSUPP, ret);
+	EXPECT_NULL(g);
+	EXPECT_NE(NULL, strstr(err, "non-constant indices")) TH_LOG("%s", err);
+}
+
+TEST(bad_bindings)
+{
+	static const int64_t shape[2] = { 1, 6 };
+	const char *t = "simple/test_expand_shape_model1";
+	struct vtpu_onnx_binding unknown = { "nope", 1, { 2 }, shape };
+	struct vtpu_onnx_binding wrong_dim = { "X", 3, { 2, 3, 1 }, NULL };
+	struct vtpu_onnx_binding twice[2] = {
+		{ "shape", 1, { 2 }, shape }, { "shape", 1, { 2 }, shape },
+	};
+	struct vtpu_onnx_binding no_dims = { "shape", -1, { 0 }, shape };
+	struct vtpu_graph *g = (struct vtpu_graph *)&g;
+	char err[512] = "";
+	int ret = parse_bound(t, &unknown, 1, &g, err, sizeof(err));
+
+	if (ret == -ENOENT)
+		SKIP(return, "%s is not installed", t);
+	EXPECT_EQ(-EINVAL, ret);
+	EXPECT_NULL(g);
+	EXPECT_NE(NULL, strstr(err, "no input 'nope'")) TH_LOG("%s", err);
+	EXPECT_EQ(-EINVAL, parse_bound(t, &wrong_dim, 1, &g, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "dimension 0 is 1, bound to 2")) TH_LOG("%s", err);
+	EXPECT_EQ(-EINVAL, parse_bound(t, twice, 2, &g, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "bound twice")) TH_LOG("%s", err);
+	EXPECT_EQ(-EINVAL, parse_bound(t, &no_dims, 1, &g, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "no dims")) TH_LOG("%s", err);
+	EXPECT_EQ(-EINVAL, parse_bound(t, NULL, 1, &g, err, sizeof(err)));
+	EXPECT_NULL(g);
 }
 
 TEST(shape_operands_must_be_constant)
@@ -304,7 +438,7 @@ TEST(shape_operands_must_be_constant)
 TEST(symbolic_dimension)
 {
 	ASSERT_MODEL_ERROR("simple/test_sequence_model8",
-			   "has symbolic dimension 'n'");
+			   "has symbolic dimension 'n' (bind it");
 }
 
 TEST(garbage)

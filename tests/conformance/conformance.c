@@ -6,29 +6,59 @@
  * libonnx-testdata) through the ONNX frontend, the compiler and libvtpu.
  *
  *	conformance [--category C] [--filter SUBSTR] [--timeout S] [--verbose]
- *		    DATA_DIR
+ *		    [--xfail FILE] [--record FILE] [--check FILE]
+ *		    [--suite NAME] DATA_DIR
  *
  * DATA_DIR is /usr/share/libonnx-testdata/data; its node,
  * pytorch-converted, pytorch-operator and simple categories are run
  * (real/ needs a download). Each test is a directory holding model.onnx
- * and test_data_set_N/{input,output}_N.pb (onnx TensorProto).
+ * and test_data_set_N/{input,output}_N.pb (onnx TensorProto). The
+ * backend is VTPU_BACKEND's (host or accel).
  *
- * Output, one line a test, then one a category, then the suite line
- * `make check` reads:
+ * Every data set is run on its own: the model is parsed with
+ * vtpu_onnx_parse_bound(), each graph input that is not an initializer
+ * bound to input_N.pb (the Nth such input, or the one the TensorProto
+ * names): its dims, and for INT64/INT32 inputs its values too, which
+ * may specialize the graph. Then compile (the client's in-memory cache
+ * makes data sets that bind to the same graph compile once), run and
+ * compare with output_N.pb: floats within rtol 1e-3 + atol 1e-7 (NaN
+ * matches NaN), integers exactly. Data is converted to the executable's
+ * types, so a DOUBLE tensor the frontend demoted to f32 is fed as f32
+ * and its f32 result compared, widened, with the DOUBLE expected one.
  *
- *	PASS|FAIL|UNSUPPORTED category/name[: reason]
- *	conformance/<category>: N total, N supported, N passed, N failed
- *	conformance: N passed, N failed, N skipped
+ * Output, one line a test (DIFFER lines after the test they concern),
+ * then one a category, then the suite line `make check` reads:
  *
- * A model the frontend reports as unsupported (-ENOTSUP / -EOPNOTSUPP, or
- * a message containing "unsupported") is UNSUPPORTED, so is a test whose
- * tensors have a type we cannot feed (strings, complex); every other
- * error, mismatch, crash or timeout is FAIL. Each test runs in a forked
- * child with a deadline, so one bad model cannot take the run down.
+ *	PASS|FAIL|UNSUPPORTED|XFAIL|XPASS category/name[: reason]
+ *	DIFFER category/name: host VERDICT HASH, this run VERDICT HASH
+ *	NAME/<category>: N total, N supported, N passed, N failed
+ *	NAME: N passed, N failed, N skipped
  *
- * Exit status 0 when passed / supported >= 0.90 and, over
- * pytorch-converted + pytorch-operator + simple, supported / total >=
- * 0.80; else 1, saying which goal was missed.
+ * NAME is --suite's, "conformance" by default. A model the frontend
+ * reports as unsupported (-ENOTSUP / -EOPNOTSUPP, or a message
+ * containing "unsupported") is UNSUPPORTED, so is a test whose tensors
+ * have a type we cannot feed (strings, complex); every other error,
+ * mismatch, crash or timeout is FAIL. Each test runs in a forked child
+ * with a deadline, so one bad model cannot take the run down.
+ *
+ * --xfail FILE lists expected failures ("category/name  reason" lines,
+ * '#' comments; tests/conformance/xfail): a listed test that fails is
+ * XFAIL, skipped in the suite line; one that passes is XPASS, a
+ * failure, so the list stays true; one that is unsupported stays
+ * UNSUPPORTED. The category lines and the goals count real outcomes.
+ *
+ * --record FILE writes each test's verdict and the XXH64 of all its
+ * output bytes, every data set in order; --check FILE compares this run
+ * with such a record and reports each different verdict or hash as a
+ * DIFFER line, one failure each. The executor is the same code on the
+ * host backend and in the kernel, so an accel run must reproduce a
+ * host run's record exactly (tools/conformance.sh does that in QEMU).
+ *
+ * Goals: passed / supported >= 0.90 and, over pytorch-converted +
+ * pytorch-operator + simple, supported / total >= 0.80; a missed goal
+ * is said, and is one failure in the suite line. Exit status 1 when a
+ * goal is missed or, with --xfail or --check, when the suite line
+ * counts any failure; else 0.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -542,6 +572,7 @@ static int model_load(const char *tdir, struct model *m, struct result *r)
 	Onnx__ModelProto *mp;
 	const Onnx__GraphProto *g;
 	char path[4096];
+	bool oom = false;
 
 	mkpath(path, sizeof(path), "%s/model.onnx", tdir);
 	m->buf = read_file(path, &m->len);
@@ -552,22 +583,20 @@ static int model_load(const char *tdir, struct model *m, struct result *r)
 	if (!mp)
 		return 0;
 	g = mp->graph;
-	if (g && g->n_input)
+	if (g && g->n_input) {
 		m->inputs = calloc(g->n_input, sizeof(*m->inputs));
-	for (size_t i = 0; m->inputs && i < g->n_input; i++) {
+		oom = !m->inputs;
+	}
+	for (size_t i = 0; m->inputs && i < g->n_input && !oom; i++) {
 		const char *name = g->input[i]->name;
 
 		if (!name || is_initializer(g, name))
 			continue;
 		m->inputs[m->ninputs] = strdup(name);
-		if (!m->inputs[m->ninputs++])
-			break;
+		oom = !m->inputs[m->ninputs++];
 	}
 	onnx__model_proto__free_unpacked(mp, NULL);
-	if (g && g->n_input && (!m->inputs ||
-	    (m->ninputs && !m->inputs[m->ninputs - 1])))
-		return -set_result(r, V_FAIL, "out of memory");
-	return 0;
+	return oom ? -set_result(r, V_FAIL, "out of memory") : 0;
 }
 
 /* ---- running one data set --------------------------------------------- */
@@ -1025,10 +1054,11 @@ static int list_load(const char *path, struct list *l)
 	FILE *f = fopen(path, "r");
 	char line[1024], *key, *rest;
 	struct entry *e;
+	int ret = 0;
 
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	while (!ret && fgets(line, sizeof(line), f)) {
 		key = trim(line);
 		if (!*key || *key == '#')
 			continue;
@@ -1039,19 +1069,18 @@ static int list_load(const char *path, struct list *l)
 		if (!e)
 			break;
 		l->e = e;
-		e += l->n++;
+		e += l->n;
 		e->key = strdup(key);
 		e->rest = strdup(trim(rest));
 		e->used = false;
+		l->n++;
 		if (!e->key || !e->rest)
-			break;
+			ret = -ENOMEM;
 	}
-	if (ferror(f) || !feof(f)) {
-		fclose(f);
-		return -ENOMEM;
-	}
+	if (!ret && (ferror(f) || !feof(f)))
+		ret = ferror(f) ? -EIO : -ENOMEM;
 	fclose(f);
-	return 0;
+	return ret;
 }
 
 static void list_free(struct list *l)
@@ -1398,6 +1427,22 @@ static void warn_unused_xfails(void)
 				opt.xfail, xfail_list.e[i].key);
 }
 
+/* Which backend the tests will get, said once: a log shows what ran. */
+static void print_backend(void)
+{
+	struct vtpu_client_options o;
+	struct vtpu_client *c;
+
+	vtpu_client_options_init(&o);
+	o.cache_dir = "";
+	if (vtpu_client_create(&o, &c)) {
+		printf("backend: none: %s\n", vtpu_client_error(NULL));
+		return;
+	}
+	printf("backend: %s\n", vtpu_client_backend(c));
+	vtpu_client_destroy(c);
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [--category C] [--filter SUBSTR] "
@@ -1436,20 +1481,20 @@ static void parse_args(int argc, char **argv)
 		usage(argv[0]);
 }
 
+static int load_list(const char *path, struct list *l)
+{
+	int ret = path ? list_load(path, l) : 0;
+
+	if (ret)
+		fprintf(stderr, "conformance: %s: %s\n", path, strerror(-ret));
+	return ret;
+}
+
 static int load_lists(struct test *tests, int ntests)
 {
-	int ret;
-
-	if (opt.xfail && (ret = list_load(opt.xfail, &xfail_list))) {
-		fprintf(stderr, "conformance: %s: %s\n", opt.xfail,
-			strerror(-ret));
-		return ret;
-	}
-	if (opt.check && (ret = list_load(opt.check, &record_list))) {
-		fprintf(stderr, "conformance: %s: %s\n", opt.check,
-			strerror(-ret));
-		return ret;
-	}
+	if (load_list(opt.xfail, &xfail_list) ||
+	    load_list(opt.check, &record_list))
+		return -1;
 	for (int i = 0; i < ntests; i++) {
 		struct entry *e = list_find(&xfail_list, &tests[i]);
 
@@ -1479,6 +1524,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (!opt.category && !opt.filter)
 		warn_unused_xfails();
+	print_backend();
+	fflush(stdout);	/* before the children inherit the buffer */
 	/* Results arrive through pipes; a dead reader must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	run_all(tests, ntests);

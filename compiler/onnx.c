@@ -49,6 +49,13 @@ struct val {
 	int id;			/* builder value; -1 until materialized */
 	struct cval *c;		/* host copy or NULL */
 	struct cval *b;		/* a bound input's values, for cin() only */
+	struct seq *s;		/* a sequence, or NULL */
+};
+
+/* An ONNX sequence, known at compile time: its tensors' builder values. */
+struct seq {
+	int n;
+	int ids[];
 };
 
 struct ctx {
@@ -146,6 +153,7 @@ static int define(struct ctx *c, const char *name, int id, struct cval *cv)
 	v->id = id;
 	v->c = cv;
 	v->b = NULL;
+	v->s = NULL;
 	return 0;
 }
 
@@ -2014,6 +2022,234 @@ static int op_tile(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, x);
 }
 
+/* ---- sequences --------------------------------------------------------------- */
+
+/*
+ * Sequences whose length and positions are known at compile time, as the
+ * tensors of models without loops are: a sequence is a list of values,
+ * and each operator builds a new list.
+ */
+#define MAX_SEQ	1024
+
+static struct cval *cval_new(enum vtpu_type type, int rank, const int64_t *dims,
+			     const void *data, int64_t n);
+static int keep_const(struct ctx *c, node_t *n, struct cval *cv);
+
+static const struct seq *seq_in(struct ctx *c, node_t *n, size_t i)
+{
+	struct val *v = has_in(n, i) ? lookup(c, n->input[i]) : NULL;
+
+	if (!v || !v->s) {
+		fail(c, "input %zu is not a sequence", i);
+		return NULL;
+	}
+	return v->s;
+}
+
+static int seq_out(struct ctx *c, node_t *n, const int *ids, int cnt)
+{
+	struct seq *sq;
+
+	if (cnt > MAX_SEQ)
+		return fail(c, "unsupported sequence of %d tensors (at most %d)",
+			    cnt, MAX_SEQ);
+	sq = malloc(sizeof(*sq) + (cnt + 1) * sizeof(int));
+	if (!sq)
+		return fail(c, "out of memory");
+	sq->n = cnt;
+	if (cnt)
+		memcpy(sq->ids, ids, cnt * sizeof(int));
+	if (n->n_output < 1 || define(c, n->output[0], -1, NULL)) {
+		free(sq);
+		return n->n_output < 1 ? fail(c, "missing output 0") : -ENOMEM;
+	}
+	c->v[c->nv - 1].s = sq;
+	return 0;
+}
+
+/* Position input @i (default @def) in [lo, hi], negatives from the end. */
+static int seq_pos(struct ctx *c, node_t *n, size_t i, int64_t def,
+		   int64_t len, int64_t hi)
+{
+	int64_t p = def;
+
+	if (has_in(n, i) && in_ints(c, n, i, &p, 1, "position") != 1)
+		return c->failed ? -EINVAL : fail(c, "position must be a scalar");
+	if (p < 0)
+		p += len;
+	if (p < 0 || p > hi)
+		return fail(c, "position %lld out of range", (long long)p);
+	return (int)p;
+}
+
+static int op_seq_construct(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int ids[MAX_SEQ];
+
+	(void)d;
+	if (n->n_input > MAX_SEQ)
+		return fail(c, "too many inputs");
+	for (size_t i = 0; i < n->n_input; i++)
+		if ((ids[i] = in(c, n, i)) < 0)
+			return ids[i];
+	return seq_out(c, n, ids, (int)n->n_input);
+}
+
+/* SequenceInsert (arg 1), SequenceErase (arg 0). */
+static int op_seq_edit(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const struct seq *sq = seq_in(c, n, 0);
+	int ids[MAX_SEQ + 1], p, t = -1, k = 0;
+
+	if (!sq)
+		return -EINVAL;
+	if (d->arg && (t = in(c, n, 1)) < 0)
+		return t;
+	p = d->arg ? seq_pos(c, n, 2, sq->n, sq->n, sq->n) :
+		     seq_pos(c, n, 1, sq->n - 1, sq->n, sq->n - 1);
+	if (p < 0)
+		return p;
+	for (int i = 0; i <= sq->n; i++) {
+		if (i == p && d->arg)
+			ids[k++] = t;
+		if (i < sq->n && !(i == p && !d->arg))
+			ids[k++] = sq->ids[i];
+	}
+	return seq_out(c, n, ids, k);
+}
+
+static int op_seq_at(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const struct seq *sq = seq_in(c, n, 0);
+	int p;
+
+	(void)d;
+	if (!sq)
+		return -EINVAL;
+	if (!has_in(n, 1))
+		return fail(c, "missing position");
+	p = seq_pos(c, n, 1, 0, sq->n, sq->n - 1);
+	return p < 0 ? p : out(c, n, 0, sq->ids[p]);
+}
+
+static int op_seq_length(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const struct seq *sq = seq_in(c, n, 0);
+	int64_t len;
+
+	(void)d;
+	if (!sq)
+		return -EINVAL;
+	len = sq->n;
+	return keep_const(c, n, cval_new(VTPU_S64, 0, NULL, &len, 1));
+}
+
+static int op_seq_empty(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	(void)d;
+	return seq_out(c, n, NULL, 0);
+}
+
+/* ConcatFromSequence: a Concat, or a Stack with new_axis = 1. */
+static int op_concat_from_seq(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const struct seq *sq = seq_in(c, n, 0);
+	bool stack = attr_i(n, "new_axis", 0) != 0;
+	int ids[MAX_SEQ], ax;
+	struct vtpu_shape s;
+
+	(void)d;
+	if (!sq)
+		return -EINVAL;
+	if (!sq->n)
+		return fail(c, "empty sequence");
+	s = shape_of(c, sq->ids[0]);
+	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank + stack);
+	if (ax < 0)
+		return ax;
+	for (int i = 0; i < sq->n; i++) {
+		ids[i] = sq->ids[i];
+		if (stack) {
+			int64_t t[R];
+
+			s = shape_of(c, ids[i]);
+			if (s.rank + 1 > R)
+				return fail(c, "result rank exceeds %d", R);
+			for (int j = 0, k = 0; j <= s.rank; j++)
+				t[j] = j == ax ? 1 : s.dims[k++];
+			if ((ids[i] = reshape(c, ids[i], s.rank + 1, t)) < 0)
+				return ids[i];
+		}
+	}
+	return out(c, n, 0, sq->n == 1 ? ids[0] :
+		   chk(c, vtpu_g_concat(c->g, sq->n, ids, ax)));
+}
+
+/* SplitToSequence: chunks of the split sizes (default 1, then squeezed). */
+static int op_split_to_seq(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, ids[MAX_SEQ], cnt = 0, m = -1;
+	int64_t sz[MAX_SEQ], lo[R] = { 0 }, lim[R], step[R], at = 0;
+	bool squeeze = false;
+	struct vtpu_shape s;
+	const struct cval *cv;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank);
+	if (ax < 0)
+		return ax;
+	if (has_in(n, 1)) {
+		if (!(cv = cin(c, n, 1, "split")))
+			return -EINVAL;
+		m = cv_ints(c, cv, sz, MAX_SEQ, "split");
+		if (m < 0)
+			return m;
+		if (cv->rank == 0) {	/* one size: chunks of it, the last smaller */
+			int64_t part = sz[0];
+
+			if (part < 1)
+				return fail(c, "bad split size %lld", (long long)part);
+			for (m = 0; m * part < s.dims[ax] && m < MAX_SEQ; m++)
+				sz[m] = part < s.dims[ax] - m * part ? part :
+					s.dims[ax] - m * part;
+		}
+	} else {
+		squeeze = attr_i(n, "keepdims", 1) == 0;
+		if (s.dims[ax] > MAX_SEQ)
+			return fail(c, "unsupported split into %lld tensors",
+				    (long long)s.dims[ax]);
+		for (m = 0; m < s.dims[ax]; m++)
+			sz[m] = 1;
+	}
+	for (int i = 0; i < s.rank; i++)
+		lim[i] = s.dims[i], step[i] = 1;
+	for (int i = 0; i < m; i++) {
+		int y;
+
+		if (sz[i] < 1 || at + sz[i] > s.dims[ax])
+			return fail(c, "bad split size %lld", (long long)sz[i]);
+		lo[ax] = at;
+		lim[ax] = at += sz[i];
+		y = chk(c, vtpu_g_slice(c->g, x, lo, lim, step));
+		if (y >= 0 && squeeze) {
+			int64_t t[R];
+
+			for (int j = 0, k = 0; j < s.rank; j++)
+				if (j != ax)
+					t[k++] = s.dims[j];
+			y = reshape(c, y, s.rank - 1, t);
+		}
+		if ((ids[cnt++] = y) < 0)
+			return y;
+	}
+	if (at != s.dims[ax])
+		return fail(c, "split sizes do not cover the axis");
+	return seq_out(c, n, ids, cnt);
+}
+
 /* ---- constants --------------------------------------------------------------- */
 
 /* A host constant of @type and @n elements from @data (copied). */
@@ -2554,6 +2790,15 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "SequenceEmpty", 11, MAXV, op_seq_empty, 0, 0, "dtype" },
+	{ "SequenceConstruct", 11, MAXV, op_seq_construct, 0, 0, "" },
+	{ "SequenceInsert", 11, MAXV, op_seq_edit, 1, 0, "" },
+	{ "SequenceErase", 11, MAXV, op_seq_edit, 0, 0, "" },
+	{ "SequenceAt", 11, MAXV, op_seq_at, 0, 0, "" },
+	{ "SequenceLength", 11, MAXV, op_seq_length, 0, 0, "" },
+	{ "ConcatFromSequence", 11, MAXV, op_concat_from_seq, 0, 0,
+	  "axis,new_axis" },
+	{ "SplitToSequence", 11, MAXV, op_split_to_seq, 0, 0, "axis,keepdims" },
 	{ "Constant", 1, MAXV, op_constant, 0, 0,
 	  "value,value_float,value_floats,value_int,value_ints" },
 	{ "Shape", 1, MAXV, op_shape, 0, 0, "start,end" },
@@ -2617,7 +2862,7 @@ static int input_shape(struct ctx *c, const Onnx__ValueInfoProto *vi,
 	if (b && b->rank >= 0)
 		for (int i = 0; i < b->rank; i++)
 			if (b->dims[i] < 1)
-				return fail(c, "binding of %s has empty dimension %d",
+				return fail(c, "input %s: unsupported empty dimension %d (bound)",
 					    vi->name, i);
 
 	if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -3044,6 +3289,7 @@ int vtpu_onnx_parse_bound(const void *data, size_t len,
 		if (!dup)
 			cval_free(c.v[i].c);
 		cval_free(c.v[i].b);
+		free(c.v[i].s);
 	}
 	free(c.v);
 	onnx__model_proto__free_unpacked(m, NULL);

@@ -308,6 +308,15 @@ TEST(convolutions_3d_and_transposed)
 	ASSERT_MODEL("pytorch-operator/test_operator_repeat", 1, "1x4x9x16");
 }
 
+TEST(sequences)
+{
+	/* Compile-time sequences: lists of values, no sequence at run time. */
+	ASSERT_MODEL("simple/test_sequence_model1", 1, "3x3x4");
+	ASSERT_MODEL("simple/test_sequence_model4", 1, "2x9x4");
+	ASSERT_MODEL("simple/test_sequence_model5", 1, "2x3x4x3");
+	ASSERT_MODEL("simple/test_sequence_model6", 1, "scalar");
+}
+
 /* The type of parameter @i (-1: output 0) of @test, parsed unbound. */
 static int io_type(const char *test, int i, enum vtpu_type *t, bool *absent)
 {

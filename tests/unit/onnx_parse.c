@@ -311,7 +311,7 @@ TEST(convolutions_3d_and_transposed)
 TEST(sequences)
 {
 	/* Compile-time sequences: lists of values, no sequence at run time. */
-	ASSERT_MODEL("simple/test_sequence_model1", 1, "3x3x4");
+	ASSERT_MODEL("simple/test_sequence_model1", 1, "1x3x4");
 	ASSERT_MODEL("simple/test_sequence_model4", 1, "2x9x4");
 	ASSERT_MODEL("simple/test_sequence_model5", 1, "2x3x4x3");
 	ASSERT_MODEL("simple/test_sequence_model6", 1, "scalar");

@@ -563,10 +563,56 @@ static int op_binary(struct ctx *c, node_t *n, const struct opdef *d)
 		return -EINVAL;
 	if (c->opset < 7 && (b = legacy_bcast(c, n, a, b)) < 0)
 		return b;
+	if (d->arg == VTPU_POW && shape_of(c, a).type == VTPU_S32) {
+		/*
+		 * The device's pow is f32 only. Integer powers go through
+		 * it: a correctly rounded pow is exact wherever the result
+		 * fits f32's 24-bit significand.
+		 */
+		int y;
+
+		a = chk(c, vtpu_g_convert(c->g, a, VTPU_F32));
+		if (b >= 0 && shape_of(c, b).type != VTPU_F32)
+			b = chk(c, vtpu_g_convert(c->g, b, VTPU_F32));
+		y = a < 0 || b < 0 ? -EINVAL : binary(c, VTPU_POW, a, b);
+		return out(c, n, 0, y < 0 ? y :
+			   chk(c, vtpu_g_convert(c->g, y, VTPU_S32)));
+	}
 	/* Pow's exponent may have another type; the result has the base's. */
 	if (shape_of(c, a).type != shape_of(c, b).type && d->arg == VTPU_POW)
 		b = chk(c, vtpu_g_convert(c->g, b, shape_of(c, a).type));
 	return out(c, n, 0, b < 0 ? b : binary(c, d->arg, a, b));
+}
+
+/*
+ * And/Or/Xor (arg: 0, 1, 2) and Not (arg 3) on pred values, through
+ * s32 0/1: min, max, !=, == 0.
+ */
+static int op_logical(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[2] = { in(c, n, 0), d->arg == 3 ? -1 : in(c, n, 1) }, y;
+	int na = d->arg == 3 ? 1 : 2;
+
+	for (int i = 0; i < na; i++) {
+		if (v[i] < 0)
+			return v[i];
+		if (shape_of(c, v[i]).type != VTPU_PRED)
+			return fail(c, "input %d must be bool", i);
+		v[i] = chk(c, vtpu_g_convert(c->g, v[i], VTPU_S32));
+		if (v[i] < 0)
+			return v[i];
+	}
+	if (na == 2 && bcast_all(c, 2, v))
+		return -EINVAL;
+	switch (d->arg) {
+	case 0: y = chk(c, vtpu_g_binary(c->g, VTPU_MIN, v[0], v[1])); break;
+	case 1: y = chk(c, vtpu_g_binary(c->g, VTPU_MAX, v[0], v[1])); break;
+	case 2: return out(c, n, 0, chk(c, vtpu_g_compare(c->g, VTPU_NE, v[0], v[1])));
+	default: return out(c, n, 0, chk(c, vtpu_g_compare(c->g, VTPU_EQ, v[0],
+							    splat(c, 0, v[0]))));
+	}
+	return out(c, n, 0, y < 0 ? y : chk(c, vtpu_g_compare(c->g, VTPU_NE, y,
+							       splat(c, 0, y))));
 }
 
 /* Max/Min/Sum/Mean: a left fold over any number of inputs. */
@@ -833,6 +879,21 @@ static int op_cast(struct ctx *c, node_t *n, const struct opdef *d)
 	x = in(c, n, 0);
 	if (x < 0)
 		return x;
+	if (shape_of(c, x).type == t)
+		return out(c, n, 0, x);
+	return out(c, n, 0, chk(c, vtpu_g_convert(c->g, x, t)));
+}
+
+/* CastLike: Cast to the type of input 1 (its values unused). */
+static int op_castlike(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), like = in(c, n, 1);
+	enum vtpu_type t;
+
+	(void)d;
+	if (x < 0 || like < 0)
+		return -EINVAL;
+	t = shape_of(c, like).type;
 	if (shape_of(c, x).type == t)
 		return out(c, n, 0, x);
 	return out(c, n, 0, chk(c, vtpu_g_convert(c->g, x, t)));
@@ -2745,6 +2806,11 @@ static const struct opdef ops[] = {
 	{ "Identity", 1, MAXV, op_identity, 0, 0, "" },
 	{ "Dropout", 7, MAXV, op_dropout, 0, 0, "ratio,seed" },
 	{ "Cast", 6, MAXV, op_cast, 0, 0, "to,saturate" },
+	{ "CastLike", 15, MAXV, op_castlike, 0, 0, "saturate" },
+	{ "And", 7, MAXV, op_logical, 0, 0, "" },
+	{ "Or", 7, MAXV, op_logical, 1, 0, "" },
+	{ "Xor", 7, MAXV, op_logical, 2, 0, "" },
+	{ "Not", 1, MAXV, op_logical, 3, 0, "" },
 	{ "Softmax", 1, MAXV, op_softmax, 0, 0, "axis" },
 	{ "LogSoftmax", 1, MAXV, op_softmax, 1, 0, "axis" },
 	{ "MatMul", 1, MAXV, op_matmul, 0, 0, "" },

@@ -1994,6 +1994,93 @@ static int op_pad(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, x);
 }
 
+/*
+ * Gather with indices known only at run time, as a masked sum: the
+ * device has no gather, so row k of the result is the sum over v of
+ * (idx[k] == v ? x[v] : 0), an exact selection (a product with a
+ * one-hot matrix would spread one inf or NaN to every row). It moves
+ * K * V * P elements, so it is limited to tables that make sense here.
+ * Negative indices count from the end; out-of-range ones give zeros.
+ */
+static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
+{
+	struct vtpu_shape s = shape_of(c, x), is;
+	int64_t v, pre, post, k, t[R], kvp[3];
+	int32_t *iota;
+	int y, io, mask, zero;
+	static const int d0[1] = { 0 }, d1[1] = { 1 }, d01[2] = { 0, 1 };
+	static const int d12[2] = { 1, 2 }, swap[3] = { 1, 0, 2 };
+	int red[1] = { 1 }, rank = 0;
+
+	if (idx < 0)
+		return idx;
+	is = shape_of(c, idx);
+	if (is.type != VTPU_S32)
+		return fail(c, "indices must be integers");
+	v = s.dims[ax];
+	pre = prod(s.dims, 0, ax);
+	post = prod(s.dims, ax + 1, s.rank);
+	k = prod(is.dims, 0, is.rank);
+	if (s.rank - 1 + is.rank > R)
+		return fail(c, "result rank exceeds %d", R);
+	if (k * v * pre * post > (1 << 24))
+		return fail(c, "unsupported run-time gather of %lld x %lld rows (at most 2^24 elements selected from)",
+			    (long long)k, (long long)v);
+	/* x as [V, P]: the gathered axis first. */
+	kvp[0] = pre, kvp[1] = v, kvp[2] = post;
+	x = reshape(c, x, 3, kvp);
+	if (x >= 0 && pre > 1)
+		x = chk(c, vtpu_g_transpose(c->g, x, swap));
+	kvp[0] = v, kvp[1] = pre * post;
+	x = x < 0 ? x : reshape(c, x, 2, kvp);
+	/* The indices as [K], negative ones from the end. */
+	idx = reshape(c, idx, 1, &k);
+	if (idx >= 0) {
+		int neg = chk(c, vtpu_g_compare(c->g, VTPU_LT, idx, splat(c, 0, idx)));
+
+		idx = neg < 0 ? neg : chk(c, vtpu_g_select(c->g, neg,
+				binary(c, VTPU_ADD, idx, splat(c, (double)v, idx)), idx));
+	}
+	iota = malloc(v * sizeof(*iota));
+	if (!iota)
+		return fail(c, "out of memory");
+	for (int64_t i = 0; i < v; i++)
+		iota[i] = (int32_t)i;
+	{
+		struct vtpu_shape ios = { VTPU_S32, 1, { v } };
+
+		io = chk(c, vtpu_g_constant(c->g, &ios, iota));
+	}
+	free(iota);
+	if (x < 0 || idx < 0 || io < 0)
+		return -EINVAL;
+	/* mask[k, v] = idx[k] == v, then the masked sum over v. */
+	kvp[0] = k, kvp[1] = v, kvp[2] = pre * post;
+	idx = chk(c, vtpu_g_broadcast(c->g, idx, 2, kvp, d0));
+	io = chk(c, vtpu_g_broadcast(c->g, io, 2, kvp, d1));
+	mask = idx < 0 || io < 0 ? -EINVAL :
+	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, io));
+	mask = mask < 0 ? mask : chk(c, vtpu_g_broadcast(c->g, mask, 3, kvp, d01));
+	x = chk(c, vtpu_g_broadcast(c->g, x, 3, kvp, d12));
+	zero = x < 0 ? x : splat(c, 0, x);
+	if (mask < 0 || zero < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_select(c->g, mask, x, zero));
+	y = y < 0 ? y : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, y, 1, red));
+	/* [K, P] back to dims[:ax] + index dims + dims[ax + 1:]. */
+	kvp[0] = k, kvp[1] = pre, kvp[2] = post;
+	y = y < 0 ? y : reshape(c, y, 3, kvp);
+	if (y >= 0 && pre > 1)
+		y = chk(c, vtpu_g_transpose(c->g, y, swap));
+	for (int i = 0; i < ax; i++)
+		t[rank++] = s.dims[i];
+	for (int i = 0; i < is.rank; i++)
+		t[rank++] = is.dims[i];
+	for (int i = ax + 1; i < s.rank; i++)
+		t[rank++] = s.dims[i];
+	return y < 0 ? y : reshape(c, y, rank, t);
+}
+
 /* Gather with constant indices: take() along axis, then the index shape. */
 static int op_gather(struct ctx *c, node_t *n, const struct opdef *d)
 {
@@ -2009,8 +2096,8 @@ static int op_gather(struct ctx *c, node_t *n, const struct opdef *d)
 	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank);
 	if (ax < 0)
 		return ax;
-	if (has_in(n, 1) && (!lookup(c, n->input[1]) || !lookup(c, n->input[1])->c))
-		return fail(c, "unsupported non-constant indices");
+	if (has_in(n, 1) && lookup(c, n->input[1]) && !lookup(c, n->input[1])->c)
+		return out(c, n, 0, gather_dynamic(c, x, ax, in(c, n, 1)));
 	iv = cin(c, n, 1, "indices");
 	if (!iv || (ni = cv_ints(c, iv, idx, MAX_TAKE, "indices")) < 0)
 		return -EINVAL;

@@ -320,4 +320,5 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/driver clean
 	rm -rf $(BUILD)/tests $(BUILD)/vm $(BUILD)/logs $(BUILD)/obj \
 		$(BUILD)/obj-san $(BUILD)/lib $(BUILD)/bin $(BUILD)/gen \
-		$(BUILD)/include $(BUILD)/examples $(BUILD)/e2e $(BUILD)/demo
+		$(BUILD)/include $(BUILD)/examples $(BUILD)/e2e $(BUILD)/demo \
+		$(BUILD)/conformance

@@ -31,6 +31,9 @@
 #include "vtpu_drv.h"
 #include "vtpu_job.h"
 
+#define CREATE_TRACE_POINTS
+#include "vtpu_trace.h"
+
 /*
  * An FPU section (preemption off) runs up to this many instructions or
  * this long, whichever comes first; the watchdog checks between them.
@@ -123,6 +126,8 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 	}
 
 	start = ktime_get_ns();
+	trace_vtpu_job_run(core->vdev->index, core->index, job->client,
+			   job->id, start - job->queued);
 	ret = vtpu_core_exec(core, job,
 			     start + (u64)vtpu_params.job_timeout_ms * NSEC_PER_MSEC,
 			     &insns);
@@ -130,8 +135,16 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 
 	atomic64_inc(&core->jobs);
 	atomic64_add(end - start, &core->busy_ns);
-	if (ret == -ETIMEDOUT)
+	/* Counted once the job is done, so fdinfo's figure never goes back. */
+	atomic64_add(end - start, &job->stats->engine_ns);
+	if (ret == -ETIMEDOUT) {
 		atomic64_inc(&core->timeouts);
+		trace_vtpu_job_timeout(core->vdev->index, core->index,
+				       job->client, job->id, insns);
+	}
+	/* The job may be freed once its fence signals: trace it first. */
+	trace_vtpu_job_done(core->vdev->index, core->index, job->client,
+			    job->id, ret, end - start, insns);
 
 	if (p) {
 		p->start = start;

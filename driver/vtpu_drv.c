@@ -76,13 +76,20 @@ static const struct file_operations vtpu_fops = {
 	.uring_cmd = vtpu_uring_cmd,
 };
 
+/* drm_show_fdinfo() prints the driver and client id, then this. */
+static void vtpu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	vtpu_gem_show_fdinfo(p, file);
+	vtpu_job_show_fdinfo(p, file);
+}
+
 static const struct drm_driver vtpu_drm_driver = {
 	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM |
 			   DRIVER_SYNCOBJ | DRIVER_SYNCOBJ_TIMELINE,
 	.open = vtpu_job_open,
 	.postclose = vtpu_job_postclose,
 	.gem_create_object = vtpu_gem_create_object,
-	.show_fdinfo = vtpu_gem_show_fdinfo,
+	.show_fdinfo = vtpu_show_fdinfo,
 	.ioctls = vtpu_ioctls,
 	.num_ioctls = ARRAY_SIZE(vtpu_ioctls),
 	.fops = &vtpu_fops,

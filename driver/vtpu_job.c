@@ -27,6 +27,7 @@
 #include "vtpu_drv.h"
 #include "vtpu_gem.h"
 #include "vtpu_job.h"
+#include "vtpu_trace.h"
 
 /*
  * Un-waited jobs a file may have. Their records are small, but a file
@@ -60,6 +61,11 @@ static int vtpu_job_copy_from_user(const struct vtpu_job *job, void *dst,
 	return copy_from_user(dst, u64_to_user_ptr(src), size) ? -EFAULT : 0;
 }
 
+static void vtpu_file_stats_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct vtpu_file_stats, ref));
+}
+
 static void vtpu_job_free(struct vtpu_job *job)
 {
 	struct vtpu_device *vdev = job->vdev;
@@ -72,6 +78,8 @@ static void vtpu_job_free(struct vtpu_job *job)
 	kfree(job->bos);
 	kfree(job->ebind);
 	kvfree(job->prog);
+	if (job->stats)
+		kref_put(&job->stats->ref, vtpu_file_stats_release);
 	if (job->hw_fence_init)
 		dma_fence_put(job->hw_fence);
 	else
@@ -470,6 +478,10 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	}
 
 	id = atomic64_inc_return(&vfile->next_id);
+	job->id = id;
+	job->client = file->client_id;
+	kref_get(&vfile->stats->ref);
+	job->stats = vfile->stats;
 	if (record) {
 		/* Reserve the slot now: the fence exists only once armed. */
 		if (atomic_inc_return(&vfile->nrecords) > VTPU_MAX_JOB_RECORDS) {
@@ -503,6 +515,8 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		else
 			drm_syncobj_replace_fence(out_sync, done);
 	}
+	trace_vtpu_job_submit(vdev->index, job->client, id, job->info.insn_count,
+			      args->binding_count, !record);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&vfile->submit_lock);
 
@@ -583,10 +597,17 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file)
 	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL);
 	if (!vfile)
 		return -ENOMEM;
+	vfile->stats = kzalloc(sizeof(*vfile->stats), GFP_KERNEL);
+	if (!vfile->stats) {
+		kfree(vfile);
+		return -ENOMEM;
+	}
+	kref_init(&vfile->stats->ref);
 
 	ret = drm_sched_entity_init(&vfile->entity, DRM_SCHED_PRIORITY_NORMAL,
 				    vdev->scheds, vdev->num_cores, NULL);
 	if (ret) {
+		kfree(vfile->stats);
 		kfree(vfile);
 		return ret;
 	}
@@ -611,5 +632,26 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 	}
 	xa_destroy(&vfile->jobs);
 	mutex_destroy(&vfile->submit_lock);
+	kref_put(&vfile->stats->ref, vtpu_file_stats_release);
 	kfree(vfile);
+}
+
+/**
+ * vtpu_job_show_fdinfo() - the file's time on the cores
+ * @p: printer into the fdinfo file
+ * @file: the DRM file
+ *
+ * One engine class, "vtpu", with one engine per core
+ * (Documentation/gpu/drm-usage-stats.rst): drm-engine-vtpu is the time
+ * the file's finished jobs executed, summed over the cores, so it grows
+ * up to capacity * wall time.
+ */
+void vtpu_job_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	struct vtpu_device *vdev = to_vtpu_device(file->minor->dev);
+	struct vtpu_file *vfile = file->driver_priv;
+
+	drm_printf(p, "drm-engine-vtpu:\t%llu ns\n",
+		   (u64)atomic64_read(&vfile->stats->engine_ns));
+	drm_printf(p, "drm-engine-capacity-vtpu:\t%u\n", vdev->num_cores);
 }

@@ -5,6 +5,7 @@
 #define __VTPU_JOB_H__
 
 #include <linux/dma-fence.h>
+#include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/xarray.h>
 
@@ -12,10 +13,22 @@
 
 #include "vtpu_exec.h"
 
+struct drm_printer;
 struct drm_vtpu_profile;
 struct drm_vtpu_submit;
 struct vtpu_bo;
 struct vtpu_device;
+
+/**
+ * struct vtpu_file_stats - a file's use of the cores, for fdinfo
+ * @ref: the file's reference and one per job; a job may still be running
+ *	when its file is closed
+ * @engine_ns: time the file's finished jobs spent executing on cores
+ */
+struct vtpu_file_stats {
+	struct kref ref;
+	atomic64_t engine_ns;
+};
 
 /**
  * struct vtpu_file - per open file state
@@ -24,6 +37,7 @@ struct vtpu_device;
  * @nrecords: entries in @jobs
  * @next_id: last job id handed out (ioctl and io_uring alike)
  * @submit_lock: serialises arming and pushing jobs of @entity
+ * @stats: what fdinfo reports of the file's jobs
  */
 struct vtpu_file {
 	struct drm_sched_entity entity;
@@ -31,6 +45,7 @@ struct vtpu_file {
 	atomic_t nrecords;
 	atomic64_t next_id;
 	struct mutex submit_lock; /* Protects job arming order */
+	struct vtpu_file_stats *stats;
 };
 
 /**
@@ -59,6 +74,9 @@ struct vtpu_job_bo {
  * @abort: set by the timeout handler; the core stops at the next slice
  * @queued: SUBMIT time (ns)
  * @nowait: being submitted from a context that must not wait
+ * @id: the job id SUBMIT returns
+ * @client: the submitting file's DRM client id
+ * @stats: the submitting file's stats (a reference)
  */
 struct vtpu_job {
 	struct drm_sched_job base;
@@ -75,6 +93,9 @@ struct vtpu_job {
 	atomic_t abort;
 	u64 queued;
 	bool nowait;
+	u64 id;
+	u64 client;
+	struct vtpu_file_stats *stats;
 };
 
 static inline struct vtpu_job *to_vtpu_job(struct drm_sched_job *job)
@@ -86,6 +107,7 @@ extern const struct drm_sched_backend_ops vtpu_sched_ops;
 
 int vtpu_job_open(struct drm_device *drm, struct drm_file *file);
 void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file);
+void vtpu_job_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 
 int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		    struct drm_vtpu_submit *args, struct dma_fence **done_out,

@@ -1040,6 +1040,7 @@ static int op_gemm(struct ctx *c, node_t *n, const struct opdef *d)
 struct window {
 	int nsp;			/* spatial dims: 1, 2 or 3 */
 	int64_t k[3], s[3], d[3], lo[3], hi[3], in[3], o[3];
+	int64_t ceil_hi[3];		/* padding ceil_mode adds past @hi */
 };
 
 /* Strides, dilations, pads (auto_pad too) and output sizes of a window. */
@@ -1086,7 +1087,19 @@ static int window(struct ctx *c, node_t *n, struct window *w)
 		}
 		if (w->in[i] + w->lo[i] + w->hi[i] < ext)
 			return fail(c, "window larger than the padded input");
-		w->o[i] = (w->in[i] + w->lo[i] + w->hi[i] - ext) / w->s[i] + 1;
+		tot = w->in[i] + w->lo[i] + w->hi[i] - ext;
+		w->o[i] = tot / w->s[i] + 1;
+		w->ceil_hi[i] = 0;
+		/*
+		 * ceil_mode: one more window for a partial stride, unless it
+		 * would start past the input and the left padding.
+		 */
+		if (attr_i(n, "ceil_mode", 0) && tot % w->s[i] &&
+		    w->o[i] * w->s[i] < w->in[i] + w->lo[i]) {
+			w->ceil_hi[i] = (w->o[i] * w->s[i] + ext) -
+					(w->in[i] + w->lo[i] + w->hi[i]);
+			w->o[i]++;
+		}
 	}
 	return 0;
 }
@@ -1410,7 +1423,7 @@ static int op_convtranspose(struct ctx *c, node_t *n, const struct opdef *d)
  * The count of real (unpadded) inputs under each window, [O0, O1, ...]:
  * a window is a box, so the count is the product of per-axis counts.
  */
-static int pool_counts(struct ctx *c, const struct window *w)
+static int pool_counts(struct ctx *c, const struct window *w, bool with_pads)
 {
 	struct vtpu_shape cs = { VTPU_F32, w->nsp, { 0 } };
 	int64_t total = 1, pos[3] = { 0 };
@@ -1427,7 +1440,13 @@ static int pool_counts(struct ctx *c, const struct window *w)
 			for (int64_t k = 0; k < w->k[a]; k++) {
 				int64_t x = i * w->s[a] + k * w->d[a] - w->lo[a];
 
-				axis[a][i] += x >= 0 && x < w->in[a];
+				/* count_include_pad counts the pads, never the
+				 * positions only ceil_mode added. */
+				if (with_pads)
+					axis[a][i] += x >= -w->lo[a] &&
+						      x < w->in[a] + w->hi[a];
+				else
+					axis[a][i] += x >= 0 && x < w->in[a];
 			}
 	}
 	cnt = malloc(total * sizeof(*cnt));
@@ -1461,14 +1480,12 @@ static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 	struct vtpu_shape sx;
 	struct window w = { 0 };
 	int64_t kv[3], lo[R] = { 0 }, hi[R] = { 0 };
-	bool padded = false;
+	bool padded = false, ceil = false;
 
 	if (x < 0)
 		return x;
 	if (n->n_output > 1 && n->output[1][0])
 		return fail(c, "unsupported Indices output");
-	if (attr_i(n, "ceil_mode", 0))
-		return fail(c, "unsupported ceil_mode=1");
 	if (attr_i(n, "storage_order", 0))
 		return fail(c, "unsupported storage_order=1");
 	sx = shape_of(c, x);
@@ -1488,8 +1505,9 @@ static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 	if (window(c, n, &w))
 		return -EINVAL;
 	for (int i = 0; i < w.nsp; i++) {
-		lo[2 + i] = w.lo[i], hi[2 + i] = w.hi[i];
-		padded |= w.lo[i] || w.hi[i];
+		lo[2 + i] = w.lo[i], hi[2 + i] = w.hi[i] + w.ceil_hi[i];
+		padded |= lo[2 + i] || hi[2 + i];
+		ceil |= w.ceil_hi[i] > 0;
 	}
 	if (padded)
 		x = chk(c, vtpu_g_pad(c->g, x, lo, hi, is_max ? -INFINITY : 0.0));
@@ -1523,10 +1541,12 @@ static int op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 		for (int i = 0; i < w.nsp; i++)
 			kk *= w.k[i];
 		sx = shape_of(c, x);
-		if (attr_i(n, "count_include_pad", 0)) {
+		bool with_pads = attr_i(n, "count_include_pad", 0);
+
+		if (with_pads && !ceil) {
 			cnt = splat(c, (double)kk, x);
 		} else {
-			cnt = pool_counts(c, &w);
+			cnt = pool_counts(c, &w, with_pads);
 			cnt = cnt < 0 ? cnt : chk(c, vtpu_g_broadcast(c->g, cnt,
 						sx.rank, sx.dims, dims));
 		}
@@ -2168,6 +2188,159 @@ static int op_tile(struct ctx *c, node_t *n, const struct opdef *d)
 		x = x < 0 ? x : reshape(c, x, s.rank, t);
 	}
 	return out(c, n, 0, x);
+}
+
+/*
+ * ArgMax (arg 1) / ArgMin (arg 0): the first (or last) index along the
+ * axis where x equals its max (min): select the index where equal, else
+ * past the end (or -1), and reduce with min (or max). The device reduces
+ * f32 only: indices are exact in f32 up to 2^24, then s32.
+ */
+static int op_argmax(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, m, eq, io, none, y, dims[R], red[1];
+	bool last = attr_i(n, "select_last_index", 0) != 0;
+	struct vtpu_shape s;
+	float *iota;
+
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (!s.rank)
+		return fail(c, "input must have an axis");
+	if (s.type == VTPU_S32)	/* compared in f32: exact to 2^24 */
+		x = chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank);
+	if (ax < 0)
+		return ax;
+	red[0] = ax;
+	for (int i = 0, k = 0; i < s.rank; i++)
+		if (i != ax)
+			dims[k++] = i;
+	m = chk(c, vtpu_g_reduce(c->g, d->arg ? VTPU_REDUCE_MAX_OP :
+				 VTPU_REDUCE_MIN_OP, x, 1, red));
+	if (m >= 0 && s.rank > 1)
+		m = chk(c, vtpu_g_broadcast(c->g, m, s.rank, s.dims, dims));
+	else if (m >= 0)
+		m = bcast_to(c, m, s.rank, s.dims);
+	eq = m < 0 ? m : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, m));
+	iota = malloc(s.dims[ax] * sizeof(*iota));
+	if (!iota)
+		return fail(c, "out of memory");
+	if (s.dims[ax] > (1 << 24)) {
+		free(iota);
+		return fail(c, "axis longer than 2^24");
+	}
+	for (int64_t i = 0; i < s.dims[ax]; i++)
+		iota[i] = (float)i;
+	{
+		struct vtpu_shape is = { VTPU_F32, 1, { s.dims[ax] } };
+
+		io = chk(c, vtpu_g_constant(c->g, &is, iota));
+	}
+	free(iota);
+	io = io < 0 ? io : chk(c, vtpu_g_broadcast(c->g, io, s.rank, s.dims, red));
+	none = io < 0 ? io : splat(c, last ? -1 : (double)s.dims[ax], io);
+	if (eq < 0 || none < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_select(c->g, eq, io, none));
+	y = y < 0 ? y : chk(c, vtpu_g_reduce(c->g, last ? VTPU_REDUCE_MAX_OP :
+					     VTPU_REDUCE_MIN_OP, y, 1, red));
+	y = y < 0 ? y : chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+	if (y >= 0 && attr_i(n, "keepdims", 1)) {
+		s.dims[ax] = 1;
+		y = reshape(c, y, s.rank, s.dims);
+	}
+	return out(c, n, 0, y);
+}
+
+/* Trilu: x where the diagonal offset keeps it, else 0 (a host mask). */
+static int op_trilu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), mask, y, dims2[2];
+	bool upper = attr_i(n, "upper", 1) != 0;
+	int64_t k = 0, rows, cols;
+	struct vtpu_shape s, ms;
+	uint8_t *keep;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (s.rank < 2)
+		return fail(c, "input must have rank 2 or more");
+	if (has_in(n, 1) && in_ints(c, n, 1, &k, 1, "k") != 1)
+		return c->failed ? -EINVAL : fail(c, "k must be a scalar");
+	rows = s.dims[s.rank - 2], cols = s.dims[s.rank - 1];
+	keep = malloc(rows * cols);
+	if (!keep)
+		return fail(c, "out of memory");
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t j = 0; j < cols; j++)
+			keep[i * cols + j] = upper ? j - i >= k : j - i <= k;
+	ms = (struct vtpu_shape){ VTPU_PRED, 2, { rows, cols } };
+	mask = chk(c, vtpu_g_constant(c->g, &ms, keep));
+	free(keep);
+	dims2[0] = s.rank - 2, dims2[1] = s.rank - 1;
+	mask = mask < 0 ? mask : chk(c, vtpu_g_broadcast(c->g, mask, s.rank,
+							 s.dims, dims2));
+	if (mask < 0)
+		return mask;
+	y = chk(c, vtpu_g_select(c->g, mask, x, splat(c, 0, x)));
+	return out(c, n, 0, y);
+}
+
+/*
+ * DepthToSpace (arg 1) and SpaceToDepth (arg 0): a rank-6 view and a
+ * transpose, as the operators' definitions are written.
+ */
+static int op_depth_space(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0);
+	int64_t b = attr_i(n, "blocksize", 0), t[6], o[4];
+	bool crd = attr_s_is(n, "mode", "DCR", "CRD");
+	static const int dcr[6] = { 0, 3, 4, 1, 5, 2 };
+	static const int crdp[6] = { 0, 1, 4, 2, 5, 3 };
+	static const int s2d[6] = { 0, 3, 5, 1, 2, 4 };
+	struct vtpu_shape s;
+	int64_t nn, ch, h, w;
+
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (s.rank != 4 || b < 1)
+		return fail(c, "wants a rank-4 input and blocksize >= 1");
+	nn = s.dims[0], ch = s.dims[1], h = s.dims[2], w = s.dims[3];
+	if (!crd && !attr_s_is(n, "mode", "DCR", "DCR"))
+		return fail(c, "unsupported mode");
+	if (d->arg) {
+		if (ch % (b * b))
+			return fail(c, "channels not divisible by blocksize^2");
+		if (crd) {
+			int64_t v[6] = { nn, ch / (b * b), b, b, h, w };
+
+			memcpy(t, v, sizeof(t));
+		} else {
+			int64_t v[6] = { nn, b, b, ch / (b * b), h, w };
+
+			memcpy(t, v, sizeof(t));
+		}
+		o[0] = nn, o[1] = ch / (b * b), o[2] = h * b, o[3] = w * b;
+	} else {
+		int64_t v[6] = { nn, ch, h / b, b, w / b, b };
+
+		if (h % b || w % b)
+			return fail(c, "spatial dims not divisible by blocksize");
+		memcpy(t, v, sizeof(t));
+		o[0] = nn, o[1] = ch * b * b, o[2] = h / b, o[3] = w / b;
+	}
+	x = reshape(c, x, 6, t);
+	x = x < 0 ? x : chk(c, vtpu_g_transpose(c->g, x, !d->arg ? s2d :
+						crd ? crdp : dcr));
+	return out(c, n, 0, x < 0 ? x : reshape(c, x, 4, o));
 }
 
 /* ---- sequences --------------------------------------------------------------- */
@@ -2943,6 +3116,11 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "ArgMax", 1, MAXV, op_argmax, 1, 0, "axis,keepdims,select_last_index" },
+	{ "ArgMin", 1, MAXV, op_argmax, 0, 0, "axis,keepdims,select_last_index" },
+	{ "Trilu", 14, MAXV, op_trilu, 0, 0, "upper" },
+	{ "DepthToSpace", 1, MAXV, op_depth_space, 1, 0, "blocksize,mode" },
+	{ "SpaceToDepth", 1, MAXV, op_depth_space, 0, 0, "blocksize" },
 	{ "SequenceEmpty", 11, MAXV, op_seq_empty, 0, 0, "dtype" },
 	{ "SequenceConstruct", 11, MAXV, op_seq_construct, 0, 0, "" },
 	{ "SequenceInsert", 11, MAXV, op_seq_edit, 1, 0, "" },

@@ -283,13 +283,14 @@ TEST(unsupported_operator)
 {
 	ASSERT_MODEL_ERROR("node/test_resize_upsample_scales_nearest",
 			   "node 0 (Resize): unsupported operator Resize (opset");
-	ASSERT_MODEL_ERROR("node/test_argmax_default_axis_example",
-			   "unsupported operator ArgMax");
+	ASSERT_MODEL_ERROR("node/test_cumsum_1d",
+			   "unsupported operator CumSum");
 }
 
 TEST(unsupported_attribute_and_type)
 {
-	ASSERT_MODEL_ERROR("node/test_maxpool_2d_ceil", "ceil_mode");
+	ASSERT_MODEL_ERROR("node/test_batchnorm_example_training_mode",
+			   "unsupported training mode");
 	ASSERT_MODEL_ERROR("node/test_maxpool_with_argmax_2d_precomputed_pads",
 			   "unsupported Indices output");
 	ASSERT_MODEL_ERROR("node/test_cast_FLOAT_to_STRING",
@@ -298,7 +299,7 @@ TEST(unsupported_attribute_and_type)
 			   "unsupported element type UINT8");
 }
 
-TEST(convolutions_3d_and_transposed)
+TEST(convolution_pooling_and_layout_shapes)
 {
 	ASSERT_MODEL("pytorch-converted/test_Conv3d_groups", 1, "2x6x2x3x2");
 	ASSERT_MODEL("pytorch-converted/test_ConvTranspose2d", 1, "1x4x20x12");
@@ -306,6 +307,9 @@ TEST(convolutions_3d_and_transposed)
 		     "2x3x3x3x3");
 	ASSERT_MODEL("pytorch-converted/test_ReflectionPad2d", 1, "2x3x15x11");
 	ASSERT_MODEL("pytorch-operator/test_operator_repeat", 1, "1x4x9x16");
+	ASSERT_MODEL("node/test_maxpool_2d_ceil", 1, "1x1x2x2");
+	ASSERT_MODEL("node/test_depthtospace_crd_mode_example", 1, "1x2x4x6");
+	ASSERT_MODEL("node/test_argmax_keepdims_example", 1, "2x1");
 }
 
 TEST(sequences)

@@ -929,6 +929,121 @@ static int op_softmax(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, y < 0 ? y : reshape(c, y, s.rank, s.dims));
 }
 
+/* ---- losses ------------------------------------------------------------------ */
+
+/*
+ * An s32 iota [0, size) laid along dimension @axis of @rank/@dims, or
+ * -errno.
+ */
+static int iota_along(struct ctx *c, int64_t size, int rank,
+		      const int64_t *dims, int axis)
+{
+	struct vtpu_shape is = { VTPU_S32, 1, { size } };
+	int32_t *v = malloc(size * sizeof(*v));
+	int id, map[1] = { axis };
+
+	if (!v)
+		return fail(c, "out of memory");
+	for (int64_t i = 0; i < size; i++)
+		v[i] = (int32_t)i;
+	id = chk(c, vtpu_g_constant(c->g, &is, v));
+	free(v);
+	return id < 0 ? id : chk(c, vtpu_g_broadcast(c->g, id, rank, dims, map));
+}
+
+/*
+ * NegativeLogLikelihoodLoss on input [N, C, d...] (log-probabilities)
+ * and target [N, d...]: a class mask (target == c) picks input and
+ * weight along C, so no gather is needed; targets equal to ignore_index
+ * (or out of range) weigh 0. Reduced by none, sum or the weighted mean.
+ */
+static int nll_loss(struct ctx *c, node_t *n, int x, int t, int w)
+{
+	struct vtpu_shape sx = shape_of(c, x), st = shape_of(c, t);
+	int map[R], red[1] = { 1 }, mask, pick, wsel, loss, all[R];
+	bool none = attr_s_is(n, "reduction", "mean", "none");
+	bool sum = attr_s_is(n, "reduction", "mean", "sum");
+
+	if (!none && !sum && !attr_s_is(n, "reduction", "mean", "mean"))
+		return fail(c, "unsupported reduction");
+	if (sx.rank < 2 || st.rank != sx.rank - 1 || st.type != VTPU_S32)
+		return fail(c, "wants input [N, C, ...] and integer target [N, ...]");
+	for (int i = 0, k = 0; i < sx.rank; i++) {
+		if (i == 1)
+			continue;
+		if (st.dims[k] != sx.dims[i])
+			return fail(c, "target dims do not match the input's");
+		map[k++] = i;
+	}
+	t = chk(c, vtpu_g_broadcast(c->g, t, sx.rank, sx.dims, map));
+	mask = iota_along(c, sx.dims[1], sx.rank, sx.dims, 1);
+	mask = t < 0 || mask < 0 ? -EINVAL :
+	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, t, mask));
+	if (mask < 0)
+		return mask;
+	pick = chk(c, vtpu_g_select(c->g, mask, x, splat(c, 0, x)));
+	pick = pick < 0 ? pick : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP,
+						      pick, 1, red));
+	if (w >= 0) {
+		struct vtpu_shape sw = shape_of(c, w);
+
+		if (sw.rank != 1 || sw.dims[0] != sx.dims[1])
+			return fail(c, "weight must be [C]");
+		w = chk(c, vtpu_g_broadcast(c->g, w, sx.rank, sx.dims, red));
+	} else {
+		w = splat(c, 1, x);
+	}
+	wsel = w < 0 ? w : chk(c, vtpu_g_select(c->g, mask, w, splat(c, 0, x)));
+	wsel = wsel < 0 ? wsel : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP,
+						      wsel, 1, red));
+	if (wsel >= 0 && attr(n, "ignore_index")) {
+		int tt = in(c, n, 1), keep;
+
+		keep = tt < 0 ? tt : chk(c, vtpu_g_compare(c->g, VTPU_NE, tt,
+				splat(c, (double)attr_i(n, "ignore_index", 0), tt)));
+		wsel = keep < 0 ? keep : chk(c, vtpu_g_select(c->g, keep, wsel,
+							    splat(c, 0, wsel)));
+	}
+	if (pick < 0 || wsel < 0)
+		return -EINVAL;
+	loss = chk(c, vtpu_g_unary(c->g, VTPU_NEG, binary(c, VTPU_MUL, pick, wsel)));
+	if (loss < 0 || none)
+		return loss;
+	for (int i = 0; i < st.rank; i++)
+		all[i] = i;
+	loss = chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, loss, st.rank, all));
+	if (loss < 0 || sum)
+		return loss;
+	wsel = chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, wsel, st.rank, all));
+	return wsel < 0 ? wsel : chk(c, vtpu_g_binary(c->g, VTPU_DIV, loss, wsel));
+}
+
+static int op_nll_loss(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), t = in(c, n, 1);
+	int w = has_in(n, 2) ? in(c, n, 2) : -1;
+
+	(void)d;
+	if (x < 0 || t < 0 || (has_in(n, 2) && w < 0))
+		return -EINVAL;
+	return out(c, n, 0, nll_loss(c, n, x, t, w));
+}
+
+/* SoftmaxCrossEntropyLoss: NLL of log_softmax over C; log_prob too. */
+static int op_sce_loss(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), t = in(c, n, 1), lp;
+	int w = has_in(n, 2) ? in(c, n, 2) : -1;
+
+	(void)d;
+	if (x < 0 || t < 0 || (has_in(n, 2) && w < 0))
+		return -EINVAL;
+	lp = chk(c, vtpu_g_log_softmax(c->g, x, 1));
+	if (lp >= 0 && n->n_output > 1 && n->output[1][0] && out(c, n, 1, lp) < 0)
+		return -EINVAL;
+	return out(c, n, 0, lp < 0 ? lp : nll_loss(c, n, lp, t, w));
+}
+
 /* ---- linear algebra -------------------------------------------------------- */
 
 /* numpy matmul: 1-D operands promoted and squeezed, batch dims broadcast. */
@@ -2101,6 +2216,74 @@ static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
 	return y < 0 ? y : reshape(c, y, rank, t);
 }
 
+/*
+ * GatherElements as a masked sum, like gather_dynamic(): a new axis of
+ * the data's @axis size V right after @axis, where the mask is
+ * (index == v), summed away. Exact, and no gather on the device.
+ */
+static int op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), idx = in(c, n, 1), ax, xmap[R], imap[R], red[1];
+	int64_t e[R], v, total = 1;
+	struct vtpu_shape sx, si;
+	int mask, y, neg;
+
+	(void)d;
+	if (x < 0 || idx < 0)
+		return -EINVAL;
+	sx = shape_of(c, x);
+	si = shape_of(c, idx);
+	if (si.type != VTPU_S32 || si.rank != sx.rank || !sx.rank)
+		return fail(c, "wants integer indices of the data's rank");
+	if (sx.rank + 1 > R)
+		return fail(c, "unsupported rank %d (at most %d)", sx.rank, R - 1);
+	ax = axis_norm(c, attr_i(n, "axis", 0), sx.rank);
+	if (ax < 0)
+		return ax;
+	v = sx.dims[ax];
+	for (int i = 0; i < sx.rank; i++)
+		if (i != ax && si.dims[i] > sx.dims[i])
+			return fail(c, "indices larger than the data on axis %d", i);
+	/* Data beyond the indices' extent on the other axes is never read. */
+	for (int i = 0; i < sx.rank; i++)
+		if (i != ax && si.dims[i] != sx.dims[i]) {
+			int64_t st[R] = { 0 }, lim[R], step[R];
+
+			for (int j = 0; j < sx.rank; j++) {
+				lim[j] = j == ax ? sx.dims[j] : si.dims[j];
+				step[j] = 1;
+			}
+			x = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+			break;
+		}
+	for (int i = 0, k = 0; i <= sx.rank; i++) {
+		e[i] = i == ax + 1 ? v : si.dims[k++];
+		total *= e[i];
+	}
+	if (total > (1 << 24))
+		return fail(c, "unsupported: %lld elements to select from (at most 2^24)",
+			    (long long)total);
+	for (int i = 0; i < sx.rank; i++) {
+		imap[i] = i <= ax ? i : i + 1;
+		xmap[i] = i < ax ? i : i + 1;
+	}
+	neg = chk(c, vtpu_g_compare(c->g, VTPU_LT, idx, splat(c, 0, idx)));
+	idx = neg < 0 ? neg : chk(c, vtpu_g_select(c->g, neg,
+			binary(c, VTPU_ADD, idx, splat(c, (double)v, idx)), idx));
+	idx = idx < 0 ? idx : chk(c, vtpu_g_broadcast(c->g, idx, sx.rank + 1, e,
+						      imap));
+	mask = iota_along(c, v, sx.rank + 1, e, ax + 1);
+	mask = idx < 0 || mask < 0 ? -EINVAL :
+	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
+	x = x < 0 ? x : chk(c, vtpu_g_broadcast(c->g, x, sx.rank + 1, e, xmap));
+	if (mask < 0 || x < 0)
+		return -EINVAL;
+	y = chk(c, vtpu_g_select(c->g, mask, x, splat(c, 0, x)));
+	red[0] = ax + 1;
+	return out(c, n, 0, y < 0 ? y : chk(c, vtpu_g_reduce(c->g,
+				VTPU_REDUCE_SUM_OP, y, 1, red)));
+}
+
 /* Gather with constant indices: take() along axis, then the index shape. */
 static int op_gather(struct ctx *c, node_t *n, const struct opdef *d)
 {
@@ -3116,6 +3299,11 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "GatherElements", 11, MAXV, op_gather_elements, 0, 0, "axis" },
+	{ "NegativeLogLikelihoodLoss", 12, MAXV, op_nll_loss, 0, 0,
+	  "ignore_index,reduction" },
+	{ "SoftmaxCrossEntropyLoss", 12, MAXV, op_sce_loss, 0, 0,
+	  "ignore_index,reduction" },
 	{ "ArgMax", 1, MAXV, op_argmax, 1, 0, "axis,keepdims,select_last_index" },
 	{ "ArgMin", 1, MAXV, op_argmax, 0, 0, "axis,keepdims,select_last_index" },
 	{ "Trilu", 14, MAXV, op_trilu, 0, 0, "upper" },

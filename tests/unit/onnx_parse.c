@@ -310,6 +310,10 @@ TEST(convolution_pooling_and_layout_shapes)
 	ASSERT_MODEL("node/test_maxpool_2d_ceil", 1, "1x1x2x2");
 	ASSERT_MODEL("node/test_depthtospace_crd_mode_example", 1, "1x2x4x6");
 	ASSERT_MODEL("node/test_argmax_keepdims_example", 1, "2x1");
+	ASSERT_MODEL("node/test_nllloss_NCd1d2_with_weight_reduction_mean", 1,
+		     "scalar");
+	ASSERT_MODEL("node/test_sce_mean_weight_ii_log_prob", 2, "scalar");
+	ASSERT_MODEL("node/test_gather_elements_0", 1, "2x2");
 }
 
 TEST(sequences)

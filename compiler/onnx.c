@@ -929,6 +929,269 @@ static int op_softmax(struct ctx *c, node_t *n, const struct opdef *d)
 	return out(c, n, 0, y < 0 ? y : reshape(c, y, s.rank, s.dims));
 }
 
+/* ---- resize ------------------------------------------------------------------ */
+
+enum { CT_HALF_PIXEL, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_CROP, CT_HALF_SYM,
+       CT_TF_NN };
+
+static const char *const ct_names[] = {
+	"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+	"tf_crop_and_resize", "half_pixel_symmetric", "tf_half_pixel_for_nn",
+};
+
+/* Floating-point values of a host constant (at most @max); their count. */
+static int cv_reals(struct ctx *c, const struct cval *cv, double *out, int max,
+		    const char *what)
+{
+	if (cv->n > max)
+		return fail(c, "%s has %lld elements (at most %d)", what,
+			    (long long)cv->n, max);
+	for (int64_t i = 0; i < cv->n; i++) {
+		if (cv->type == VTPU_F32)
+			out[i] = ((const float *)cv->data)[i];
+		else if (cv->type == VTPU_S64)
+			out[i] = (double)((const int64_t *)cv->data)[i];
+		else if (cv->type == VTPU_S32)
+			out[i] = ((const int32_t *)cv->data)[i];
+		else
+			return fail(c, "%s must be numbers", what);
+	}
+	return (int)cv->n;
+}
+
+/*
+ * The source coordinate of output index @x along an axis (ONNX Resize).
+ * @out is the output length as ONNX's reference computes it: in * scale,
+ * unrounded, when scales were given.
+ */
+static double resize_coord(int ct, double x, double scale, int64_t in,
+			   double out, double r0, double r1)
+{
+	switch (ct) {
+	case CT_PYTORCH:
+		return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
+	case CT_ALIGN:
+		return out == 1 ? 0 : x * (in - 1) / (double)(out - 1);
+	case CT_ASYM:
+		return x / scale;
+	case CT_TF_CROP:
+		return out > 1 ? r0 * (in - 1) + x * (r1 - r0) * (in - 1) / (out - 1)
+			       : 0.5 * (r0 + r1) * (in - 1);
+	case CT_TF_NN:
+		return (x + 0.5) / scale;
+	case CT_HALF_SYM: {
+		double adj = out / (scale * in), center = in / 2.0;
+
+		return center * (1 - adj) + (x + 0.5) / scale - 0.5;
+	}
+	default:
+		return (x + 0.5) / scale - 0.5;
+	}
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Nearest source index under @nm: 0 prefer floor, 1 prefer ceil, 2, 3. */
+static int64_t resize_nearest(int nm, double x)
+{
+	double f = floor(x);
+
+	switch (nm) {
+	case 2: return (int64_t)f;
+	case 3: return (int64_t)ceil(x);
+	default:
+		if (x - f == 0.5)
+			return (int64_t)(nm ? f + 1 : f);
+		return (int64_t)floor(x + 0.5);
+	}
+}
+
+/* ONNX's cubic coefficients for offsets -1, 0, 1, 2 at fraction @r. */
+static void cubic_coeffs(double r, double a, double w[4])
+{
+	double s = 1 - r;
+
+	w[0] = ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a;
+	w[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
+	w[2] = ((a + 2) * s - (a + 3)) * s * s + 1;
+	w[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
+}
+
+/*
+ * Resize along @axis as a product with an [in, out] interpolation
+ * matrix built here from the mode and coordinate transformation: each
+ * output point is a fixed combination of input points. Rows whose source
+ * lies outside the crop (tf_crop_and_resize) become extrapolation_value.
+ */
+static int resize_axis(struct ctx *c, node_t *n, int x, int axis, int64_t out,
+		       double out_f, double scale, double r0, double r1)
+{
+	struct vtpu_shape sx = shape_of(c, x), ms;
+	int64_t in = sx.dims[axis];
+	int mode = attr_s_is(n, "mode", "nearest", "linear") ? 1 :
+		   attr_s_is(n, "mode", "nearest", "cubic") ? 2 : 0;
+	int ct = CT_HALF_PIXEL, nm = 0, perm[R], m, y;
+	double a = attr_f(n, "cubic_coeff_a", -0.75f);
+	bool excl = attr_i(n, "exclude_outside", 0) != 0, identity = in == out;
+	bool extrap = false;
+	float *mat;
+	uint8_t *outside;
+	struct vtpu_dot_dims dd = { .ncontract = 1 };
+
+	for (int i = 0; i < 7; i++)
+		if (attr_s_is(n, "coordinate_transformation_mode", "half_pixel",
+			      ct_names[i]))
+			ct = i;
+	if (attr_s_is(n, "nearest_mode", "round_prefer_floor", "round_prefer_ceil"))
+		nm = 1;
+	else if (attr_s_is(n, "nearest_mode", "round_prefer_floor", "floor"))
+		nm = 2;
+	else if (attr_s_is(n, "nearest_mode", "round_prefer_floor", "ceil"))
+		nm = 3;
+	if (c->opset < 11)	/* Upsample-like: asymmetric, nearest floor */
+		ct = CT_ASYM, nm = mode ? nm : 2;
+	mat = calloc(in * out, sizeof(*mat));
+	outside = calloc(out, 1);
+	if (!mat || !outside) {
+		free(mat);
+		free(outside);
+		return fail(c, "out of memory");
+	}
+	for (int64_t o = 0; o < out; o++) {
+		double xo = resize_coord(ct, (double)o, scale, in, out_f, r0, r1);
+		int64_t i0 = (int64_t)floor(xo);
+		double w[4] = { 1, 0, 0, 0 }, sum = 0;
+		int64_t idx[4] = { 0 };
+		int k = 1;
+
+		if (ct == CT_TF_CROP && (xo < 0 || xo > in - 1)) {
+			outside[o] = 1;
+			extrap = true;
+			identity = false;
+			continue;
+		}
+		if (mode == 0) {
+			idx[0] = resize_nearest(nm, xo);
+		} else if (mode == 1) {
+			k = 2;
+			idx[0] = i0, idx[1] = i0 + 1;
+			w[1] = xo - i0, w[0] = 1 - w[1];
+		} else {
+			k = 4;
+			cubic_coeffs(xo - i0, a, w);
+			for (int j = 0; j < 4; j++)
+				idx[j] = i0 - 1 + j;
+		}
+		for (int j = 0; j < k; j++) {
+			if (excl && (idx[j] < 0 || idx[j] >= in))
+				w[j] = 0;
+			sum += w[j];
+		}
+		for (int j = 0; j < k; j++) {
+			int64_t src = clamp64(idx[j], 0, in - 1);
+
+			mat[src * out + o] += (float)(excl && sum ? w[j] / sum : w[j]);
+		}
+	}
+	for (int64_t o = 0; identity && o < out; o++)
+		for (int64_t i = 0; identity && i < in; i++)
+			identity = mat[i * out + o] == (i == o);
+	if (identity) {
+		free(mat);
+		free(outside);
+		return x;
+	}
+	ms = (struct vtpu_shape){ VTPU_F32, 2, { in, out } };
+	m = chk(c, vtpu_g_constant(c->g, &ms, mat));
+	free(mat);
+	dd.lhs_contract[0] = axis;
+	dd.rhs_contract[0] = 0;
+	y = m < 0 ? m : chk(c, vtpu_g_dot(c->g, x, m, &dd));
+	/* The dot leaves the resized axis last: put it back. */
+	for (int i = 0; i < sx.rank; i++)
+		perm[i] = i < axis ? i : i == axis ? sx.rank - 1 : i - 1;
+	if (y >= 0 && axis != sx.rank - 1)
+		y = chk(c, vtpu_g_transpose(c->g, y, perm));
+	if (y >= 0 && extrap) {
+		struct vtpu_shape os = { VTPU_PRED, 1, { out } }, sy = shape_of(c, y);
+		int mask = chk(c, vtpu_g_constant(c->g, &os, outside)), map[1] = { axis };
+
+		mask = mask < 0 ? mask : chk(c, vtpu_g_broadcast(c->g, mask, sy.rank,
+							sy.dims, map));
+		y = mask < 0 ? mask : chk(c, vtpu_g_select(c->g, mask,
+			splat(c, attr_f(n, "extrapolation_value", 0.0f), y), y));
+	}
+	free(outside);
+	return y;
+}
+
+/* A Resize input that may be empty or absent: its values, or 0. */
+static int resize_input(struct ctx *c, node_t *n, size_t i, double *v,
+			const char *what)
+{
+	const struct cval *cv;
+
+	if (!has_in(n, i))
+		return 0;
+	cv = cin(c, n, i, what);
+	if (!cv)
+		return -EINVAL;
+	return cv->n ? cv_reals(c, cv, v, 2 * R, what) : 0;
+}
+
+static int op_resize(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ns, nz, nr = 0;
+	double scales[2 * R], sizes[2 * R], roi[2 * R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (attr_i(n, "antialias", 0))
+		return fail(c, "unsupported antialias=1");
+	if (attr(n, "axes"))
+		return fail(c, "unsupported attribute axes");
+	if (!attr_s_is(n, "keep_aspect_ratio_policy", "stretch", "stretch"))
+		return fail(c, "unsupported keep_aspect_ratio_policy");
+	if (!attr_s_is(n, "mode", "nearest", "nearest") &&
+	    !attr_s_is(n, "mode", "nearest", "linear") &&
+	    !attr_s_is(n, "mode", "nearest", "cubic"))
+		return fail(c, "unsupported mode");
+	s = shape_of(c, x);
+	if (c->opset < 11) {
+		ns = resize_input(c, n, 1, scales, "scales");
+		nz = 0;
+	} else {
+		nr = resize_input(c, n, 1, roi, "roi");
+		ns = resize_input(c, n, 2, scales, "scales");
+		nz = resize_input(c, n, 3, sizes, "sizes");
+	}
+	if (ns < 0 || nz < 0 || nr < 0)
+		return -EINVAL;
+	if ((ns && ns != s.rank) || (nz && nz != s.rank) || (!ns && !nz) ||
+	    (ns && nz) || (nr && nr != 2 * s.rank))
+		return fail(c, "wants scales or sizes for each of the %d axes",
+			    s.rank);
+	for (int a = 0; a < s.rank && x >= 0; a++) {
+		int64_t out = nz ? (int64_t)sizes[a] :
+			      (int64_t)floor(s.dims[a] * scales[a]);
+		double scale = nz ? (double)out / s.dims[a] : scales[a];
+
+		if (out < 1 || scale <= 0)
+			return fail(c, "bad size or scale on axis %d", a);
+		if (s.dims[a] > 4096 || out > 4096)
+			return fail(c, "unsupported resize of %lld to %lld (at most 4096)",
+				    (long long)s.dims[a], (long long)out);
+		x = resize_axis(c, n, x, a, out, nz ? out : s.dims[a] * scales[a],
+				scale, nr ? roi[a] : 0, nr ? roi[s.rank + a] : 1);
+	}
+	return out(c, n, 0, x);
+}
+
 /* ---- losses ------------------------------------------------------------------ */
 
 /*
@@ -3299,6 +3562,10 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "Resize", 10, MAXV, op_resize, 0, 0,
+	  "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,"
+	  "exclude_outside,extrapolation_value,keep_aspect_ratio_policy,mode,"
+	  "nearest_mode" },
 	{ "GatherElements", 11, MAXV, op_gather_elements, 0, 0, "axis" },
 	{ "NegativeLogLikelihoodLoss", 12, MAXV, op_nll_loss, 0, 0,
 	  "ignore_index,reduction" },
@@ -3436,15 +3703,32 @@ static int input_shape(struct ctx *c, const Onnx__ValueInfoProto *vi,
 static int bind_values(struct ctx *c, struct val *v, const struct vtpu_shape *s)
 {
 	const struct vtpu_onnx_binding *b = binding(c, v->name);
+	bool is_int = s->type == VTPU_S64 || s->type == VTPU_S32;
 	int64_t n = 1;
 
-	if (!b || !b->values)
+	if (!b || !(is_int ? b->values != NULL :
+		    s->type == VTPU_F32 && b->fvalues != NULL))
 		return 0;
-	if (s->type != VTPU_S64 && s->type != VTPU_S32)
-		return 0;	/* only shape-like inputs specialize the graph */
 	for (int i = 0; i < s->rank; i++)
 		n *= s->dims[i];
-	v->b = cval_new(VTPU_S64, s->rank, s->dims, b->values, n);
+	if (is_int) {
+		v->b = cval_new(VTPU_S64, s->rank, s->dims, b->values, n);
+	} else {
+		v->b = cval_new(VTPU_F32, s->rank, s->dims, NULL, 0);
+		if (v->b) {
+			float *f = malloc(n * sizeof(*f) + 1);
+
+			for (int64_t i = 0; f && i < n; i++)
+				f[i] = (float)b->fvalues[i];
+			free(v->b->data);
+			v->b->data = f;
+			v->b->n = n;
+			if (!f) {
+				cval_free(v->b);
+				v->b = NULL;
+			}
+		}
+	}
 	if (!v->b) {
 		fail(c, "out of memory");
 		return -ENOMEM;
@@ -3753,7 +4037,8 @@ static int check_bindings(struct ctx *c, const Onnx__GraphProto *gp)
 				    nm);
 		if (binding(c, nm) != &c->bind[i])
 			return fail(c, "input '%s' is bound twice", nm);
-		if (c->bind[i].values && c->bind[i].rank < 0)
+		if ((c->bind[i].values || c->bind[i].fvalues) &&
+		    c->bind[i].rank < 0)
 			return fail(c, "binding of '%s' has values but no dims",
 				    nm);
 	}

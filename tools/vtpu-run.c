@@ -403,9 +403,9 @@ static int save_npy(const char *path, const void *data,
 
 /*
  * Bindings for vtpu_onnx_parse_bound(): the i-th input file binds the
- * i-th graph input that is not an initializer, its dims always (they
- * fill symbolic ones), its values when they are integers (they may be a
- * shape the model needs at compile time).
+ * i-th graph input that is not an initializer, its dims (they fill
+ * symbolic ones) and its values (they may be a shape, scales or the
+ * like, which the model needs at compile time).
  */
 static int onnx_bindings(const void *buf, size_t len, const struct tensor *in,
 			 int nin, struct vtpu_onnx_binding *b, int64_t **vals)
@@ -431,10 +431,13 @@ static int onnx_bindings(const void *buf, size_t len, const struct tensor *in,
 		b[nb].rank = in[nb].rank;
 		memcpy(b[nb].dims, in[nb].dims, sizeof(b[nb].dims));
 		b[nb].values = NULL;
+		b[nb].fvalues = NULL;
 		if (in[nb].is_int && (vals[nb] = malloc(in[nb].n * 8 + 8))) {
 			for (size_t k = 0; k < in[nb].n; k++)
 				vals[nb][k] = (int64_t)in[nb].v[k];
 			b[nb].values = vals[nb];
+		} else if (!in[nb].is_int) {
+			b[nb].fvalues = in[nb].v;
 		}
 		nb++;
 	}

@@ -176,17 +176,20 @@ int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
  * What the caller knows of one graph input before compiling, for
  * vtpu_onnx_parse_bound(): its actual dims, which bind the model's
  * symbolic (dim_param) and unknown dimensions, and optionally its
- * integer contents. Contents are used only where the model needs a
- * compile-time constant (the shape of Expand, Reshape, Tile, ...,
- * pads, axes): the input stays a parameter, the graph is specialized on
- * those values, and the caller must compile again for other values
- * (the compile cache keys on the graph, so that is cheap).
+ * contents. Contents are used only where the model needs a compile-time
+ * constant (the shape of Expand, Reshape, Tile, ..., pads, axes,
+ * Resize's scales and roi): the input stays a parameter, the graph is
+ * specialized on those values, and the caller must compile again for
+ * other values (the compile cache keys on the graph, so that is cheap).
  */
 struct vtpu_onnx_binding {
 	const char *name;		/* the graph input's name */
 	int rank;			/* -1: dims unknown */
 	int64_t dims[VTPU_MAX_RANK];
-	const int64_t *values;		/* NULL, or prod(dims) int64 values */
+	const int64_t *values;		/* NULL, or prod(dims) values of an
+					 * integer input */
+	const double *fvalues;		/* NULL, or prod(dims) values of a
+					 * floating-point input */
 };
 
 /*

@@ -18,8 +18,8 @@
  * Every data set is run on its own: the model is parsed with
  * vtpu_onnx_parse_bound(), each graph input that is not an initializer
  * bound to input_N.pb (the Nth such input, or the one the TensorProto
- * names): its dims, and for INT64/INT32 inputs its values too, which
- * may specialize the graph. Then compile (the client's in-memory cache
+ * names): its dims, and its values too (integers, and FLOAT/DOUBLE),
+ * which may specialize the graph where it needs a constant. Then compile (the client's in-memory cache
  * makes data sets that bind to the same graph compile once), run and
  * compare with output_N.pb: floats within rtol 1e-3 + atol 1e-7 (NaN
  * matches NaN), integers exactly. Data is converted to the executable's
@@ -701,6 +701,8 @@ static void bind_input(struct run_ctx *x, const char *dir, int i,
 		b->dims[d] = t->dims[d];
 	if (t->dtype == DT(INT64) || t->dtype == DT(INT32))
 		b->values = t->i;
+	else if (t->dtype == DT(FLOAT) || t->dtype == DT(DOUBLE))
+		b->fvalues = t->f;
 	x->nb++;
 }
 

@@ -281,8 +281,8 @@ TEST(simple_models)
 
 TEST(unsupported_operator)
 {
-	ASSERT_MODEL_ERROR("node/test_resize_upsample_scales_nearest",
-			   "node 0 (Resize): unsupported operator Resize (opset");
+	ASSERT_MODEL_ERROR("node/test_nonmaxsuppression_center_point_box_format",
+			   "node 0 (NonMaxSuppression): unsupported operator");
 	ASSERT_MODEL_ERROR("node/test_cumsum_1d",
 			   "unsupported operator CumSum");
 }
@@ -381,7 +381,9 @@ TEST(bound_shape_input)
 {
 	/* Expand(X [1,3,1], shape): shape is a graph input, bound here. */
 	static const int64_t shape[2] = { 1, 6 };
-	struct vtpu_onnx_binding b = { "shape", 1, { 2 }, shape };
+	struct vtpu_onnx_binding b = {
+		.name = "shape", .rank = 1, .dims = { 2 }, .values = shape,
+	};
 	struct vtpu_graph *g = NULL;
 	char err[512] = "", buf[64];
 	int ret = parse_bound("simple/test_expand_shape_model1", &b, 1, &g, err,
@@ -409,6 +411,27 @@ static int count_op(const struct vtpu_graph *g, enum ir_op op)
 	return cnt;
 }
 
+TEST(bound_float_input)
+{
+	/* Resize's scales are a float graph input: bound, they are known. */
+	static const double scales[4] = { 1, 1, 2, 2 };
+	struct vtpu_onnx_binding b = {
+		.name = "scales", .rank = 1, .dims = { 4 }, .fvalues = scales,
+	};
+	struct vtpu_graph *g = NULL;
+	char err[512] = "", buf[64];
+	int ret = parse_bound("node/test_resize_upsample_scales_linear", &b, 1,
+			      &g, err, sizeof(err));
+
+	if (ret == -ENOENT)
+		SKIP(return, "test_resize_upsample_scales_linear is not installed");
+	ASSERT_EQ(0, ret) TH_LOG("%s", err);
+	EXPECT_STREQ("1x1x4x4", out_dims(g, 0, buf, sizeof(buf)));
+	vtpu_graph_free(g);
+	ASSERT_MODEL_ERROR("node/test_resize_upsample_scales_linear",
+			   "scales 'scales' is not constant");
+}
+
 TEST(bound_values_are_not_data)
 {
 	/*
@@ -418,8 +441,12 @@ TEST(bound_values_are_not_data)
 	 * tables.
 	 */
 	static const int64_t a[4] = { 0, 1, 2, 3 }, b[4] = { 3, 3, 0, 1 };
-	struct vtpu_onnx_binding ba = { "0", 2, { 1, 4 }, a };
-	struct vtpu_onnx_binding bb = { "0", 2, { 1, 4 }, b };
+	struct vtpu_onnx_binding ba = {
+		.name = "0", .rank = 2, .dims = { 1, 4 }, .values = a,
+	};
+	struct vtpu_onnx_binding bb = {
+		.name = "0", .rank = 2, .dims = { 1, 4 }, .values = b,
+	};
 	struct vtpu_graph *ga = NULL, *gb = NULL;
 	char err[512] = "", buf[64];
 	int ret = parse_bound("pytorch-converted/test_Embedding", &ba, 1, &ga,
@@ -442,12 +469,19 @@ TEST(bad_bindings)
 {
 	static const int64_t shape[2] = { 1, 6 };
 	const char *t = "simple/test_expand_shape_model1";
-	struct vtpu_onnx_binding unknown = { "nope", 1, { 2 }, shape };
-	struct vtpu_onnx_binding wrong_dim = { "X", 3, { 2, 3, 1 }, NULL };
-	struct vtpu_onnx_binding twice[2] = {
-		{ "shape", 1, { 2 }, shape }, { "shape", 1, { 2 }, shape },
+	struct vtpu_onnx_binding unknown = {
+		.name = "nope", .rank = 1, .dims = { 2 }, .values = shape,
 	};
-	struct vtpu_onnx_binding no_dims = { "shape", -1, { 0 }, shape };
+	struct vtpu_onnx_binding wrong_dim = {
+		.name = "X", .rank = 3, .dims = { 2, 3, 1 },
+	};
+	struct vtpu_onnx_binding twice[2] = {
+		{ .name = "shape", .rank = 1, .dims = { 2 }, .values = shape },
+		{ .name = "shape", .rank = 1, .dims = { 2 }, .values = shape },
+	};
+	struct vtpu_onnx_binding no_dims = {
+		.name = "shape", .rank = -1, .values = shape,
+	};
 	struct vtpu_graph *g = (struct vtpu_graph *)&g;
 	char err[512] = "";
 	int ret = parse_bound(t, &unknown, 1, &g, err, sizeof(err));

@@ -699,9 +699,10 @@ static void bind_input(struct run_ctx *x, const char *dir, int i,
 	b->rank = t->rank <= VTPU_MAX_RANK ? t->rank : -1;
 	for (int d = 0; d < t->rank && d < VTPU_MAX_RANK; d++)
 		b->dims[d] = t->dims[d];
-	if (t->dtype == DT(INT64) || t->dtype == DT(INT32))
+	/* Beyond VTPU_MAX_RANK (rank -1) the frontend refuses the input. */
+	if (b->rank >= 0 && (t->dtype == DT(INT64) || t->dtype == DT(INT32)))
 		b->values = t->i;
-	else if (t->dtype == DT(FLOAT) || t->dtype == DT(DOUBLE))
+	else if (b->rank >= 0 && (t->dtype == DT(FLOAT) || t->dtype == DT(DOUBLE)))
 		b->fvalues = t->f;
 	x->nb++;
 }

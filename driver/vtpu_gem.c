@@ -2,7 +2,9 @@
 /* Copyright (C) 2026 The vtpu authors */
 
 #include <linux/debugfs.h>
+#include <linux/iosys-map.h>
 #include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -55,6 +57,7 @@ static int vtpu_hbm_bo_mmap(struct drm_gem_object *obj,
 			    struct vm_area_struct *vma)
 {
 	struct vtpu_bo *bo = to_vtpu_bo(obj);
+	unsigned long first;
 
 	/* A private writable mapping would copy HBM pages: refuse it. */
 	if (is_cow_mapping(vma->vm_flags))
@@ -62,12 +65,59 @@ static int vtpu_hbm_bo_mmap(struct drm_gem_object *obj,
 
 	/*
 	 * drm_gem_mmap() only accepts mappings that start at the buffer and
-	 * fit in it. The vma keeps a reference on the object, so the range
-	 * stays allocated until the last mapping is gone.
+	 * fit in it; a dma-buf mapping (drm_gem_prime_mmap()) may start at
+	 * a page inside it, and dma_buf_mmap_internal() checked that it
+	 * fits. Either way vm_pgoff is the fake offset plus that page. The
+	 * vma keeps a reference on the object, so the range stays allocated
+	 * until the last mapping is gone.
 	 */
+	first = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
 	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	return remap_vmalloc_range(vma, bo->vdev->hbm,
-				   bo->node.start >> PAGE_SHIFT);
+				   (bo->node.start >> PAGE_SHIFT) + first);
+}
+
+/*
+ * PRIME export: the range's pages, for importers' DMA mappings
+ * (drm_gem_map_dma_buf()). HBM never moves, so nothing is pinned.
+ */
+static struct sg_table *vtpu_hbm_bo_get_sg_table(struct drm_gem_object *obj)
+{
+	struct vtpu_bo *bo = to_vtpu_bo(obj);
+	unsigned int i, npages = obj->size >> PAGE_SHIFT;
+	void *vaddr = bo->vdev->hbm + bo->node.start;
+	struct sg_table *sgt;
+	struct page **pages;
+	int ret;
+
+	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!pages || !sgt) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (i = 0; i < npages; i++)
+		pages[i] = vmalloc_to_page(vaddr + ((size_t)i << PAGE_SHIFT));
+	ret = sg_alloc_table_from_pages(sgt, pages, npages, 0, obj->size,
+					GFP_KERNEL);
+	if (ret)
+		goto err;
+	kvfree(pages);
+	return sgt;
+
+err:
+	kfree(sgt);
+	kvfree(pages);
+	return ERR_PTR(ret);
+}
+
+/* dma_buf_vmap() of an exported buffer: HBM is mapped for good. */
+static int vtpu_hbm_bo_vmap(struct drm_gem_object *obj, struct iosys_map *map)
+{
+	struct vtpu_bo *bo = to_vtpu_bo(obj);
+
+	iosys_map_set_vaddr(map, bo->vdev->hbm + bo->node.start);
+	return 0;
 }
 
 static const struct vm_operations_struct vtpu_hbm_vm_ops = {
@@ -77,6 +127,8 @@ static const struct vm_operations_struct vtpu_hbm_vm_ops = {
 
 static const struct drm_gem_object_funcs vtpu_hbm_funcs = {
 	.free = vtpu_hbm_bo_free,
+	.get_sg_table = vtpu_hbm_bo_get_sg_table,
+	.vmap = vtpu_hbm_bo_vmap,
 	.mmap = vtpu_hbm_bo_mmap,
 	.vm_ops = &vtpu_hbm_vm_ops,
 };
@@ -138,6 +190,20 @@ static void vtpu_host_bo_free(struct drm_gem_object *obj)
 	drm_gem_shmem_free(&bo->base);
 }
 
+/*
+ * The shmem helper's fault handler (6.12) maps page (address - vm_start)
+ * of the buffer whatever page the mapping starts at, so a dma-buf mmap
+ * with an offset would show the wrong pages: refuse it. (drm_gem_mmap()
+ * already refuses mappings that do not start at the buffer.)
+ */
+static int vtpu_host_bo_mmap(struct drm_gem_object *obj,
+			     struct vm_area_struct *vma)
+{
+	if (vma->vm_pgoff != drm_vma_node_start(&obj->vma_node))
+		return -EINVAL;
+	return drm_gem_shmem_object_mmap(obj, vma);
+}
+
 static const struct drm_gem_object_funcs vtpu_host_funcs = {
 	.free = vtpu_host_bo_free,
 	.print_info = drm_gem_shmem_object_print_info,
@@ -146,7 +212,7 @@ static const struct drm_gem_object_funcs vtpu_host_funcs = {
 	.get_sg_table = drm_gem_shmem_object_get_sg_table,
 	.vmap = drm_gem_shmem_object_vmap,
 	.vunmap = drm_gem_shmem_object_vunmap,
-	.mmap = drm_gem_shmem_object_mmap,
+	.mmap = vtpu_host_bo_mmap,
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
 

@@ -3,10 +3,12 @@
 
 /*
  * vtpu-smi - lists the vtpu devices, like nvidia-smi: driver version,
- * cores, HBM and backing-store use, busy % and jobs run per device, and
- * the module parameters. It talks to the devices directly (DRM_IOCTL_VERSION,
- * DRM_IOCTL_VTPU_QUERY, sysfs, debugfs) rather than through libvtpu, so it
- * works without the runtime and never creates a buffer or submits a job.
+ * cores, HBM and backing-store use, busy % and jobs run per device, the
+ * module parameters, and the processes using the devices with their
+ * memory and time on the cores. It talks to the devices directly
+ * (DRM_IOCTL_VERSION, DRM_IOCTL_VTPU_QUERY, sysfs, debugfs, and every
+ * open file's fdinfo) rather than through libvtpu, so it works without
+ * the runtime and never creates a buffer or submits a job.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,13 +35,16 @@
 #define MAX_DEVICES	64	/* the module allows 16 */
 #define MAX_CORES	64	/* the module's num_cores limit */
 #define MAX_PARAMS	32
+#define MAX_PROCS	256	/* open vtpu files listed */
 
 static const char usage[] =
 "usage: vtpu-smi [OPTIONS]\n"
 "\n"
 "Lists the vtpu devices (/dev/accel/accelN driven by vtpu.ko): driver\n"
 "version, cores, HBM used/total and largest free block, backing store in\n"
-"use, busy % and jobs run, and the module parameters.\n"
+"use, busy % and jobs run, and the module parameters; then the processes\n"
+"with a device open: their HBM and backing store, busy % and time on the\n"
+"cores (from fdinfo; other users' processes need root).\n"
 "\n"
 "  -j, --json         print JSON instead of a table\n"
 "  -i, --interval MS  busy % sampling window, 1..60000 ms (default 200)\n"
@@ -94,6 +99,17 @@ struct param {
 	char name[64], value[64];
 };
 
+/* One open vtpu file (a DRM client) and the process holding it. */
+struct proc {
+	int pid;
+	char comm[32];
+	int minor;
+	long long client;	/* drm-client-id */
+	int fds;		/* fds of the process on this client */
+	uint64_t hbm, host;	/* bytes, from the last scan */
+	long long engine[2];	/* drm-engine-vtpu (ns) per scan; -1 unseen */
+};
+
 struct state {
 	struct driver_version ver;
 	struct device dev[MAX_DEVICES];
@@ -101,6 +117,10 @@ struct state {
 	struct param param[MAX_PARAMS];
 	int nparam;
 	int errors;		/* devices we could not describe */
+	struct proc proc[MAX_PROCS];
+	int nproc;
+	uint64_t proc_t[2];	/* when each scan ran */
+	bool proc_partial;	/* some processes' fdinfo was unreadable */
 };
 
 static uint64_t mono_ns(void)
@@ -411,10 +431,13 @@ static void sample_all(struct state *st, long interval_ms)
 	for (int i = 0; i < st->ndev; i++)
 		if (!sample_cores(&st->dev[i], &st->dev[i].s0))
 			any = true;
-	if (!any)
+	/* Processes' busy % needs the window even without debugfs. */
+	if (!st->ndev)
 		return;
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+	if (!any)
+		return;
 	for (int i = 0; i < st->ndev; i++) {
 		struct device *d = &st->dev[i];
 
@@ -458,6 +481,151 @@ static long long total_jobs(const struct core_sample *s, bool timeouts)
 	for (int i = 0; i < s->ncores; i++)
 		sum += timeouts ? s->core[i].timeouts : s->core[i].jobs;
 	return sum;
+}
+
+/* ---- processes -------------------------------------------------------- */
+
+/* The value after "key:" in fdinfo text, or -1. */
+static long long fdinfo_ll(const char *text, const char *key)
+{
+	size_t len = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (!strncmp(p, key, len) && p[len] == ':')
+			return strtoll(p + len + 1, NULL, 10);
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return -1;
+}
+
+static struct proc *find_proc(struct state *st, int minor, long long client)
+{
+	for (int i = 0; i < st->nproc; i++)
+		if (st->proc[i].minor == minor && st->proc[i].client == client)
+			return &st->proc[i];
+	return NULL;
+}
+
+/* One fd of @pid: if it is a vtpu file, note its client in @pass. */
+static void scan_fd(struct state *st, int pid, const char *fd, int pass)
+{
+	char path[96], link[PATH_MAX], text[2048];
+	long long client, engine, hbm, host;
+	struct proc *p;
+	ssize_t n;
+	int minor;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", pid, fd);
+	if (read_text(path, text, sizeof(text)) ||
+	    !strstr(text, "drm-driver:\tvtpu\n"))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%s", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = 0;
+	if (sscanf(link, ACCEL_DEV "/accel%d", &minor) != 1)
+		return;
+	client = fdinfo_ll(text, "drm-client-id");
+	engine = fdinfo_ll(text, "drm-engine-vtpu");
+	hbm = fdinfo_ll(text, "drm-memory-hbm");
+	host = fdinfo_ll(text, "drm-memory-host");
+	p = find_proc(st, minor, client);
+	if (!p) {
+		if (st->nproc == MAX_PROCS)
+			return;
+		p = &st->proc[st->nproc++];
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+		p->minor = minor;
+		p->client = client;
+		p->engine[0] = p->engine[1] = -1;
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if (read_text(path, p->comm, sizeof(p->comm)))
+			snprintf(p->comm, sizeof(p->comm), "?");
+		p->comm[strcspn(p->comm, "\n")] = 0;
+	}
+	/* A client shared by fds (dup, fork) is listed once. */
+	p->fds += pass;
+	p->engine[pass] = engine;
+	p->hbm = hbm >= 0 ? (uint64_t)hbm * 1024 : 0;	/* KiB */
+	p->host = host >= 0 ? (uint64_t)host * 1024 : 0;
+}
+
+/*
+ * Every process's open vtpu files, from /proc/PID/fdinfo. Scan 0 runs
+ * before the sampling window and scan 1 after it: the difference in
+ * drm-engine-vtpu is each client's busy time over the window.
+ */
+static void scan_procs(struct state *st, int pass)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+
+	st->proc_t[pass] = mono_ns();
+	for (int i = 0; i < st->nproc; i++)
+		st->proc[i].fds = 0;
+	if (!proc)
+		return;
+	while ((e = readdir(proc))) {
+		char path[64];
+		struct dirent *f;
+		DIR *fds;
+		int pid = atoi(e->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
+		fds = opendir(path);
+		if (!fds) {
+			st->proc_partial |= errno == EACCES;
+			continue;
+		}
+		while ((f = readdir(fds)))
+			if (f->d_name[0] != '.')
+				scan_fd(st, pid, f->d_name, pass);
+		closedir(fds);
+	}
+	closedir(proc);
+	/* Clients gone by the second scan are not listed. */
+	for (int i = 0; pass == 1 && i < st->nproc;)
+		if (st->proc[i].engine[1] < 0)
+			st->proc[i] = st->proc[--st->nproc];
+		else
+			i++;
+}
+
+static const struct device *device_of(const struct state *st, int minor)
+{
+	for (int i = 0; i < st->ndev; i++)
+		if (st->dev[i].minor == minor)
+			return &st->dev[i];
+	return NULL;
+}
+
+/* A client's share of its device's cores over the window; -1: unknown. */
+static double proc_busy(const struct state *st, const struct proc *p)
+{
+	const struct device *d = device_of(st, p->minor);
+	uint64_t dt = st->proc_t[1] - st->proc_t[0];
+	double pct;
+
+	if (!d || !dt || p->engine[0] < 0 || !d->q.core_count)
+		return -1;
+	pct = 100.0 * (double)(p->engine[1] - p->engine[0]) /
+	      ((double)dt * d->q.core_count);
+	return pct < 0 ? 0 : pct > 100 ? 100 : pct;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct proc *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->client < y->client ? -1 : x->client > y->client;
 }
 
 /* ---- table ------------------------------------------------------------ */
@@ -540,6 +708,34 @@ static void print_device_detail(const struct device *d)
 		       d->s1.core[i].timeouts, d->s1.core[i].busy_ns / 1e9);
 }
 
+static void print_procs(const struct state *st)
+{
+	const char *partial = st->proc_partial ?
+		" (run as root to see other users' processes)" : "";
+
+	if (!st->nproc) {
+		printf("processes: none%s\n", partial);
+		return;
+	}
+	printf("processes%s:\n", partial);
+	printf("  %7s  %-16s %3s %7s %10s %10s %7s %12s\n", "pid", "command",
+	       "dev", "client", "HBM", "backing", "busy %", "engine time");
+	for (int i = 0; i < st->nproc; i++) {
+		const struct proc *p = &st->proc[i];
+		const struct device *d = device_of(st, p->minor);
+		double busy = proc_busy(st, p);
+		char a[24], b[24], pct[16] = "-";
+
+		if (busy >= 0)
+			snprintf(pct, sizeof(pct), "%.1f", busy);
+		printf("  %7d  %-16s %3d %7lld %10s %10s %7s %10.3f s\n", p->pid,
+		       p->comm, d ? (int)d->q.device_index : -1, p->client,
+		       fmt_size(a, sizeof(a), p->hbm),
+		       fmt_size(b, sizeof(b), p->host), pct,
+		       p->engine[1] / 1e9);
+	}
+}
+
 static void print_table(const struct state *st, const struct opts *o)
 {
 	printf("vtpu-smi  driver vtpu %d.%d.%d  devices %d\n", st->ver.major,
@@ -560,6 +756,7 @@ static void print_table(const struct state *st, const struct opts *o)
 			printf(" %s=%s", st->param[i].name, st->param[i].value);
 		putchar('\n');
 	}
+	print_procs(st);
 	if (!o->verbose)
 		return;
 	for (int i = 0; i < st->ndev; i++)
@@ -717,6 +914,41 @@ static void j_device(yajl_gen g, const struct device *d)
 	yajl_gen_map_close(g);
 }
 
+static void j_procs(yajl_gen g, const struct state *st)
+{
+	j_str(g, "processes");
+	yajl_gen_array_open(g);
+	for (int i = 0; i < st->nproc; i++) {
+		const struct proc *p = &st->proc[i];
+		const struct device *d = device_of(st, p->minor);
+		double busy = proc_busy(st, p);
+
+		yajl_gen_map_open(g);
+		j_kv_int(g, "pid", p->pid);
+		j_kv_str(g, "command", p->comm);
+		j_kv_int(g, "device", d ? (long long)d->q.device_index : -1);
+		j_kv_str(g, "node", d ? d->node : "");
+		j_kv_int(g, "client_id", p->client);
+		j_kv_int(g, "fds", p->fds);
+		j_kv_u64(g, "hbm_bytes", p->hbm);
+		j_kv_u64(g, "host_bytes", p->host);
+		j_kv_int(g, "engine_ns", p->engine[1]);
+		j_str(g, "busy_percent");
+		if (busy >= 0) {
+			char s[32];
+
+			snprintf(s, sizeof(s), "%.1f", busy);
+			yajl_gen_number(g, s, strlen(s));
+		} else {
+			yajl_gen_null(g);
+		}
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	j_str(g, "processes_partial");
+	yajl_gen_bool(g, st->proc_partial);
+}
+
 static int print_json(const struct state *st, const struct opts *o)
 {
 	yajl_gen g;
@@ -744,6 +976,7 @@ static int print_json(const struct state *st, const struct opts *o)
 	for (int i = 0; i < st->ndev; i++)
 		j_device(g, &st->dev[i]);
 	yajl_gen_array_close(g);
+	j_procs(g, st);
 	yajl_gen_map_close(g);
 	yajl_gen_get_buf(g, &buf, &len);
 	fwrite(buf, 1, len, stdout);
@@ -811,7 +1044,10 @@ int main(int argc, char **argv)
 		return ret;
 	probe_all(&st);
 	read_params(&st);
+	scan_procs(&st, 0);
 	sample_all(&st, o.interval_ms);
+	scan_procs(&st, 1);
+	qsort(st.proc, st.nproc, sizeof(st.proc[0]), cmp_proc);
 	if (o.verbose && !o.json)
 		for (int i = 0; i < st.ndev; i++)
 			if (!st.dev[i].have_query)

@@ -85,6 +85,12 @@ struct opdef {
 	const char *attrs;	/* the attributes understood, comma separated */
 };
 
+static struct cval *cval_new(enum vtpu_type type, int rank, const int64_t *dims,
+			     const void *data, int64_t n);
+static int keep_const(struct ctx *c, node_t *n, struct cval *cv);
+static int iota_along(struct ctx *c, int64_t size, int rank,
+		      const int64_t *dims, int axis);
+
 /* ---- errors ---------------------------------------------------------------- */
 
 static int fail(struct ctx *c, const char *fmt, ...)
@@ -931,6 +937,30 @@ static int op_softmax(struct ctx *c, node_t *n, const struct opdef *d)
 
 /* ---- resize ------------------------------------------------------------------ */
 
+/*
+ * x with its @axis (length in) replaced by out = x . M along it, for an
+ * [in, out] f32 matrix @mat: a dot contracting the axis, which leaves
+ * the new one last, and a transpose to put it back.
+ */
+static int apply_along(struct ctx *c, int x, int axis, const float *mat,
+		       int64_t out)
+{
+	struct vtpu_shape sx = shape_of(c, x);
+	struct vtpu_shape ms = { VTPU_F32, 2, { sx.dims[axis], out } };
+	struct vtpu_dot_dims dd = { .ncontract = 1 };
+	int perm[R], m, y;
+
+	m = chk(c, vtpu_g_constant(c->g, &ms, mat));
+	dd.lhs_contract[0] = axis;
+	dd.rhs_contract[0] = 0;
+	y = m < 0 ? m : chk(c, vtpu_g_dot(c->g, x, m, &dd));
+	for (int i = 0; i < sx.rank; i++)
+		perm[i] = i < axis ? i : i == axis ? sx.rank - 1 : i - 1;
+	if (y >= 0 && axis != sx.rank - 1)
+		y = chk(c, vtpu_g_transpose(c->g, y, perm));
+	return y;
+}
+
 enum { CT_HALF_PIXEL, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_CROP, CT_HALF_SYM,
        CT_TF_NN };
 
@@ -1029,17 +1059,15 @@ static void cubic_coeffs(double r, double a, double w[4])
 static int resize_axis(struct ctx *c, node_t *n, int x, int axis, int64_t out,
 		       double out_f, double scale, double r0, double r1)
 {
-	struct vtpu_shape sx = shape_of(c, x), ms;
-	int64_t in = sx.dims[axis];
+	int64_t in = shape_of(c, x).dims[axis];
 	int mode = attr_s_is(n, "mode", "nearest", "linear") ? 1 :
 		   attr_s_is(n, "mode", "nearest", "cubic") ? 2 : 0;
-	int ct = CT_HALF_PIXEL, nm = 0, perm[R], m, y;
+	int ct = CT_HALF_PIXEL, nm = 0, y;
 	double a = attr_f(n, "cubic_coeff_a", -0.75f);
 	bool excl = attr_i(n, "exclude_outside", 0) != 0, identity = in == out;
 	bool extrap = false;
 	float *mat;
 	uint8_t *outside;
-	struct vtpu_dot_dims dd = { .ncontract = 1 };
 
 	for (int i = 0; i < 7; i++)
 		if (attr_s_is(n, "coordinate_transformation_mode", "half_pixel",
@@ -1104,17 +1132,8 @@ static int resize_axis(struct ctx *c, node_t *n, int x, int axis, int64_t out,
 		free(outside);
 		return x;
 	}
-	ms = (struct vtpu_shape){ VTPU_F32, 2, { in, out } };
-	m = chk(c, vtpu_g_constant(c->g, &ms, mat));
+	y = apply_along(c, x, axis, mat, out);
 	free(mat);
-	dd.lhs_contract[0] = axis;
-	dd.rhs_contract[0] = 0;
-	y = m < 0 ? m : chk(c, vtpu_g_dot(c->g, x, m, &dd));
-	/* The dot leaves the resized axis last: put it back. */
-	for (int i = 0; i < sx.rank; i++)
-		perm[i] = i < axis ? i : i == axis ? sx.rank - 1 : i - 1;
-	if (y >= 0 && axis != sx.rank - 1)
-		y = chk(c, vtpu_g_transpose(c->g, y, perm));
 	if (y >= 0 && extrap) {
 		struct vtpu_shape os = { VTPU_PRED, 1, { out } }, sy = shape_of(c, y);
 		int mask = chk(c, vtpu_g_constant(c->g, &os, outside)), map[1] = { axis };
@@ -1190,6 +1209,197 @@ static int op_resize(struct ctx *c, node_t *n, const struct opdef *d)
 				scale, nr ? roi[a] : 0, nr ? roi[s.rank + a] : 1);
 	}
 	return out(c, n, 0, x);
+}
+
+/*
+ * CumSum along a constant axis: a product with a triangular matrix of
+ * ones (strictly so when exclusive, mirrored when reverse). Integers go
+ * through f32, exact below 2^24.
+ */
+static int op_cumsum(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, y;
+	bool excl = attr_i(n, "exclusive", 0), rev = attr_i(n, "reverse", 0);
+	enum vtpu_type t;
+	int64_t axis, len;
+	float *mat;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (in_ints(c, n, 1, &axis, 1, "axis") != 1)
+		return c->failed ? -EINVAL : fail(c, "axis must be a scalar");
+	t = shape_of(c, x).type;
+	ax = axis_norm(c, axis, shape_of(c, x).rank);
+	if (ax < 0)
+		return ax;
+	len = shape_of(c, x).dims[ax];
+	if (len > 4096)
+		return fail(c, "unsupported axis of %lld (at most 4096)",
+			    (long long)len);
+	if (t != VTPU_F32 && t != VTPU_BF16)
+		x = chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
+	mat = calloc(len * len, sizeof(*mat));
+	if (!mat)
+		return fail(c, "out of memory");
+	/* y[j] = sum over i of x[i] * mat[i][j] */
+	for (int64_t i = 0; i < len; i++)
+		for (int64_t j = 0; j < len; j++)
+			mat[i * len + j] = rev ? (excl ? i > j : i >= j) :
+						 (excl ? i < j : i <= j);
+	y = x < 0 ? x : apply_along(c, x, ax, mat, len);
+	free(mat);
+	if (y >= 0 && shape_of(c, y).type != t)
+		y = chk(c, vtpu_g_convert(c->g, y, t));
+	return out(c, n, 0, y);
+}
+
+/* Hardmax: 1 at the first maximum along the axis, 0 elsewhere. */
+static int op_hardmax(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, m, eq, io, first, y, red[1], dims[R];
+	struct vtpu_shape s, sx;
+	int64_t flat[2];
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", c->opset < 13 ? 1 : -1), s.rank);
+	if (ax < 0)
+		return ax;
+	if (c->opset < 13) {	/* coerced to 2-D at axis, as Softmax was */
+		flat[0] = prod(s.dims, 0, ax);
+		flat[1] = prod(s.dims, ax, s.rank);
+		x = reshape(c, x, 2, flat);
+		ax = 1;
+	}
+	if (x < 0)
+		return x;
+	sx = shape_of(c, x);
+	red[0] = ax;
+	for (int i = 0, k = 0; i < sx.rank; i++)
+		if (i != ax)
+			dims[k++] = i;
+	/* The index of the first maximum, as in ArgMax, in f32. */
+	m = chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP, x, 1, red));
+	m = m < 0 ? m : sx.rank > 1 ?
+	    chk(c, vtpu_g_broadcast(c->g, m, sx.rank, sx.dims, dims)) :
+	    bcast_to(c, m, sx.rank, sx.dims);
+	eq = m < 0 ? m : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, m));
+	io = iota_along(c, sx.dims[ax], sx.rank, sx.dims, ax);
+	io = io < 0 ? io : chk(c, vtpu_g_convert(c->g, io, VTPU_F32));
+	if (eq < 0 || io < 0)
+		return -EINVAL;
+	first = chk(c, vtpu_g_select(c->g, eq, io,
+				     splat(c, (double)sx.dims[ax], io)));
+	first = first < 0 ? first : chk(c, vtpu_g_reduce(c->g,
+					VTPU_REDUCE_MIN_OP, first, 1, red));
+	first = first < 0 ? first : sx.rank > 1 ?
+		chk(c, vtpu_g_broadcast(c->g, first, sx.rank, sx.dims, dims)) :
+		bcast_to(c, first, sx.rank, sx.dims);
+	y = first < 0 ? first : chk(c, vtpu_g_compare(c->g, VTPU_EQ, io, first));
+	y = y < 0 ? y : chk(c, vtpu_g_convert(c->g, y, s.type));
+	return out(c, n, 0, y < 0 ? y : reshape(c, y, s.rank, s.dims));
+}
+
+/* IsNaN (arg 0): x != x. IsInf (arg 1): |x| == inf, by sign if asked. */
+static int op_isnan_inf(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), y, pos, neg;
+
+	if (x < 0)
+		return x;
+	if (!d->arg)
+		return out(c, n, 0, chk(c, vtpu_g_compare(c->g, VTPU_NE, x, x)));
+	pos = attr_i(n, "detect_positive", 1) ?
+	      chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, splat(c, INFINITY, x))) : -1;
+	neg = attr_i(n, "detect_negative", 1) ?
+	      chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, splat(c, -INFINITY, x))) : -1;
+	if (pos >= 0 && neg >= 0) {
+		/* pred or pred: select(pos, pos, neg) */
+		y = chk(c, vtpu_g_select(c->g, pos, pos, neg));
+	} else if (pos >= 0 || neg >= 0) {
+		y = pos >= 0 ? pos : neg;
+	} else {	/* neither sign: all false */
+		y = chk(c, vtpu_g_compare(c->g, VTPU_LT, splat(c, 1, x),
+					  splat(c, 0, x)));
+	}
+	return out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/* ThresholdedRelu: select(x > alpha, x, 0). */
+static int op_thresholded_relu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), p;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	p = chk(c, vtpu_g_compare(c->g, VTPU_GT, x,
+				  splat(c, attr_f(n, "alpha", 1.0f), x)));
+	return out(c, n, 0, p < 0 ? p :
+		   chk(c, vtpu_g_select(c->g, p, x, splat(c, 0, x))));
+}
+
+/* Softsign: x / (1 + |x|). */
+static int op_softsign(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), a;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	a = chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
+	a = a < 0 ? a : binary(c, VTPU_ADD, a, splat(c, 1, x));
+	return out(c, n, 0, a < 0 ? a : binary(c, VTPU_DIV, x, a));
+}
+
+/*
+ * Range with start, limit and delta known at compile time: a constant,
+ * computed here as ONNX defines it (start + i * delta).
+ */
+static int op_range(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const struct cval *cv[3];
+	double v[3];
+	int64_t cnt;
+	struct cval *r;
+	bool is_int;
+
+	(void)d;
+	for (int i = 0; i < 3; i++) {
+		static const char *const what[] = { "start", "limit", "delta" };
+
+		cv[i] = cin(c, n, i, what[i]);
+		if (!cv[i] || cv_reals(c, cv[i], &v[i], 1, what[i]) != 1)
+			return c->failed ? -EINVAL : fail(c, "%s must be a scalar",
+							  what[i]);
+	}
+	if (v[2] == 0)
+		return fail(c, "delta is 0");
+	cnt = (int64_t)ceil((v[1] - v[0]) / v[2]);
+	cnt = cnt < 0 ? 0 : cnt;
+	if (!cnt || cnt > MAX_FOLD)
+		return fail(c, "unsupported range of %lld elements", (long long)cnt);
+	is_int = cv[0]->type == VTPU_S64 || cv[0]->type == VTPU_S32;
+	r = cval_new(is_int ? VTPU_S64 : VTPU_F32, 1, &cnt, NULL, 0);
+	if (!r)
+		return fail(c, "out of memory");
+	free(r->data);
+	r->n = cnt;
+	r->data = malloc(cnt * 8);
+	if (!r->data) {
+		free(r);
+		return fail(c, "out of memory");
+	}
+	for (int64_t i = 0; i < cnt; i++) {
+		if (is_int)
+			((int64_t *)r->data)[i] = (int64_t)v[0] + i * (int64_t)v[2];
+		else
+			((float *)r->data)[i] = (float)(v[0] + i * v[2]);
+	}
+	return keep_const(c, n, r);
 }
 
 /* ---- losses ------------------------------------------------------------------ */
@@ -2798,10 +3008,6 @@ static int op_depth_space(struct ctx *c, node_t *n, const struct opdef *d)
  */
 #define MAX_SEQ	1024
 
-static struct cval *cval_new(enum vtpu_type type, int rank, const int64_t *dims,
-			     const void *data, int64_t n);
-static int keep_const(struct ctx *c, node_t *n, struct cval *cv);
-
 static const struct seq *seq_in(struct ctx *c, node_t *n, size_t i)
 {
 	struct val *v = has_in(n, i) ? lookup(c, n->input[i]) : NULL;
@@ -3562,6 +3768,14 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "CumSum", 11, MAXV, op_cumsum, 0, 0, "exclusive,reverse" },
+	{ "Hardmax", 1, MAXV, op_hardmax, 0, 0, "axis" },
+	{ "IsNaN", 9, MAXV, op_isnan_inf, 0, 0, "" },
+	{ "IsInf", 10, MAXV, op_isnan_inf, 1, 0,
+	  "detect_negative,detect_positive" },
+	{ "ThresholdedRelu", 10, MAXV, op_thresholded_relu, 0, 0, "alpha" },
+	{ "Softsign", 1, MAXV, op_softsign, 0, 0, "" },
+	{ "Range", 11, MAXV, op_range, 0, 0, "" },
 	{ "Resize", 10, MAXV, op_resize, 0, 0,
 	  "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,"
 	  "exclude_outside,extrapolation_value,keep_aspect_ratio_policy,mode,"

@@ -283,8 +283,8 @@ TEST(unsupported_operator)
 {
 	ASSERT_MODEL_ERROR("node/test_nonmaxsuppression_center_point_box_format",
 			   "node 0 (NonMaxSuppression): unsupported operator");
-	ASSERT_MODEL_ERROR("node/test_cumsum_1d",
-			   "unsupported operator CumSum");
+	ASSERT_MODEL_ERROR("node/test_einsum_sum",
+			   "unsupported operator Einsum");
 }
 
 TEST(unsupported_attribute_and_type)

@@ -2203,6 +2203,63 @@ enum { POST_NONE, POST_SQRT, POST_LOG };
  * Reduce*: d->arg is the reduce op, d->arg2 packs pre (low byte), post
  * (second byte) and the opset from which axes is an input (>> 16).
  */
+/* ReduceProd's d->arg: the device reduces by sum, max and min only. */
+#define REDUCE_PROD	(-1)
+
+/*
+ * A product over @axes as a tree of multiplies: each axis is halved,
+ * first half times second half (the odd element carried along), until
+ * it has length 1. log2(n) steps, no log or exp: zeros and signs stay
+ * exact.
+ */
+static int reduce_prod(struct ctx *c, int x, int na, const int *axes)
+{
+	struct vtpu_shape s;
+	int64_t t[R];
+	int k = 0;
+
+	for (int i = 0; i < na && x >= 0; i++) {
+		int ax = axes[i];
+
+		for (s = shape_of(c, x); s.dims[ax] > 1 && x >= 0;
+		     s = shape_of(c, x)) {
+			int64_t half = s.dims[ax] / 2, st[R] = { 0 }, lim[R], step[R];
+			int a, b, p;
+
+			for (int j = 0; j < s.rank; j++)
+				lim[j] = s.dims[j], step[j] = 1;
+			lim[ax] = half;
+			a = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+			st[ax] = half, lim[ax] = 2 * half;
+			b = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+			p = a < 0 || b < 0 ? -EINVAL :
+			    chk(c, vtpu_g_binary(c->g, VTPU_MUL, a, b));
+			if (p >= 0 && s.dims[ax] % 2) {
+				int parts[2] = { p, -1 };
+
+				st[ax] = 2 * half, lim[ax] = s.dims[ax];
+				parts[1] = chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+				p = parts[1] < 0 ? parts[1] :
+				    chk(c, vtpu_g_concat(c->g, 2, parts, ax));
+			}
+			x = p;
+		}
+	}
+	if (x < 0)
+		return x;
+	/* The reduced axes, now of length 1, go away as vtpu_g_reduce's do. */
+	s = shape_of(c, x);
+	for (int i = 0; i < s.rank; i++) {
+		bool reduced = false;
+
+		for (int j = 0; j < na; j++)
+			reduced |= axes[j] == i;
+		if (!reduced)
+			t[k++] = s.dims[i];
+	}
+	return reshape(c, x, k, t);
+}
+
 static int op_reduce(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int x = in(c, n, 0), pre = d->arg2 & 0xff, post = (d->arg2 >> 8) & 0xff;
@@ -2243,7 +2300,10 @@ static int op_reduce(struct ctx *c, node_t *n, const struct opdef *d)
 		x = chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
 	else if (pre == PRE_EXP)
 		x = chk(c, vtpu_g_unary(c->g, VTPU_EXP, x));
-	y = x < 0 ? x : chk(c, vtpu_g_reduce(c->g, d->arg, x, na, axes));
+	if (d->arg == REDUCE_PROD)
+		y = x < 0 ? x : reduce_prod(c, x, na, axes);
+	else
+		y = x < 0 ? x : chk(c, vtpu_g_reduce(c->g, d->arg, x, na, axes));
 	if (y >= 0 && post == POST_SQRT)
 		y = chk(c, vtpu_g_unary(c->g, VTPU_SQRT, y));
 	else if (y >= 0 && post == POST_LOG)
@@ -3746,6 +3806,8 @@ static const struct opdef ops[] = {
 	{ "ReduceMax", 1, MAXV, op_reduce, VTPU_REDUCE_MAX_OP,
 	  RED(PRE_NONE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
 	{ "ReduceMin", 1, MAXV, op_reduce, VTPU_REDUCE_MIN_OP,
+	  RED(PRE_NONE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
+	{ "ReduceProd", 1, MAXV, op_reduce, REDUCE_PROD,
 	  RED(PRE_NONE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },
 	{ "ReduceSumSquare", 1, MAXV, op_reduce, VTPU_REDUCE_SUM_OP,
 	  RED(PRE_SQUARE, POST_NONE, 18), "axes,keepdims,noop_with_empty_axes" },

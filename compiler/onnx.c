@@ -1402,6 +1402,164 @@ static int op_range(struct ctx *c, node_t *n, const struct opdef *d)
 	return keep_const(c, n, r);
 }
 
+/* ---- einsum ------------------------------------------------------------------ */
+
+static void add_letter(char *s, char ch)
+{
+	size_t len = strlen(s);
+
+	s[len] = ch;
+	s[len + 1] = 0;
+}
+
+/* Sums @x over the axes whose letters in @sub are not in @keep. */
+static int einsum_sum_out(struct ctx *c, int x, char *sub, const char *keep)
+{
+	int axes[R], na = 0, k = 0;
+	char left[R + 1];
+
+	for (int i = 0; sub[i]; i++) {
+		if (strchr(keep, sub[i]))
+			left[k++] = sub[i];
+		else
+			axes[na++] = i;
+	}
+	left[k] = 0;
+	if (!na)
+		return x;
+	strcpy(sub, left);
+	return chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, x, na, axes));
+}
+
+/*
+ * Einsum of one or two operands without repeated letters in a term
+ * (no diagonals) or ellipses: letters only one operand has and the
+ * output lacks are summed out first, then one DotGeneral (shared
+ * letters in the output are batch dims, the others contracted) and a
+ * transpose into the output's order.
+ */
+static int op_einsum(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const Onnx__AttributeProto *a = attr(n, "equation");
+	char eq[128], *arrow, *terms[2], outs[R + 1], cur[2 * R + 1] = "";
+	char all[2 * R + 1] = "";
+	int v[2], nt = 0, y, perm[R];
+	size_t k = 0;
+
+	(void)d;
+	if (!a || !a->has_s || a->s.len >= sizeof(eq))
+		return fail(c, "missing or long equation");
+	for (size_t i = 0; i < a->s.len; i++)
+		if (a->s.data[i] != ' ')
+			eq[k++] = (char)a->s.data[i];
+	eq[k] = 0;
+	if (strchr(eq, '.'))
+		return fail(c, "unsupported ellipsis in equation %s", eq);
+	arrow = strstr(eq, "->");
+	if (arrow)
+		*arrow = 0;
+	terms[nt++] = eq;
+	for (char *p = eq; *p; p++)
+		if (*p == ',') {
+			if (nt == 2)
+				return fail(c, "unsupported einsum of more than 2 operands");
+			*p = 0;
+			terms[nt++] = p + 1;
+		}
+	if ((size_t)nt != n->n_input)
+		return fail(c, "equation has %d terms for %zu inputs", nt,
+			    n->n_input);
+	for (int t = 0; t < nt; t++) {
+		struct vtpu_shape s;
+
+		v[t] = in(c, n, t);
+		if (v[t] < 0)
+			return v[t];
+		s = shape_of(c, v[t]);
+		if ((int)strlen(terms[t]) != s.rank)
+			return fail(c, "term %s does not match rank %d", terms[t],
+				    s.rank);
+		for (int i = 0; terms[t][i]; i++) {
+			if (!((terms[t][i] >= 'a' && terms[t][i] <= 'z') ||
+			      (terms[t][i] >= 'A' && terms[t][i] <= 'Z')))
+				return fail(c, "bad letter in equation");
+			if (strchr(terms[t] + i + 1, terms[t][i]))
+				return fail(c, "unsupported repeated index %c (diagonal)",
+					    terms[t][i]);
+		}
+		strcat(all, terms[t]);
+	}
+	if (arrow) {
+		if (strlen(arrow + 2) > R)
+			return fail(c, "output rank above %d", R);
+		strcpy(outs, arrow + 2);
+	} else {	/* implicit: letters seen once, alphabetically */
+		k = 0;
+		for (int ch = 'A'; ch <= 'z'; ch++) {
+			const char *p = strchr(all, ch);
+
+			if (p && !strchr(p + 1, ch) && k < R)
+				outs[k++] = (char)ch;
+		}
+		outs[k] = 0;
+	}
+	/* Sum out what only one operand has and the output lacks. */
+	for (int t = 0; t < nt; t++) {
+		char keep[2 * R + 2];
+
+		snprintf(keep, sizeof(keep), "%s%s", outs,
+			 nt == 2 ? terms[1 - t] : "");
+		v[t] = einsum_sum_out(c, v[t], terms[t], keep);
+		if (v[t] < 0)
+			return v[t];
+	}
+	if (nt == 1) {
+		strcpy(cur, terms[0]);
+		y = v[0];
+	} else {
+		struct vtpu_dot_dims dd = { 0 };
+		char *A = terms[0], *B = terms[1];
+
+		/* Result order: batch, A's free, B's free (XLA's). */
+		for (int i = 0; A[i]; i++) {
+			char *pb = strchr(B, A[i]);
+
+			if (!pb)
+				continue;
+			if (strchr(outs, A[i])) {
+				dd.lhs_batch[dd.nbatch] = i;
+				dd.rhs_batch[dd.nbatch++] = (int)(pb - B);
+				add_letter(cur, A[i]);
+			} else {
+				dd.lhs_contract[dd.ncontract] = i;
+				dd.rhs_contract[dd.ncontract++] = (int)(pb - B);
+			}
+		}
+		for (int i = 0; A[i]; i++)
+			if (!strchr(B, A[i]))
+				add_letter(cur, A[i]);
+		for (int i = 0; B[i]; i++)
+			if (!strchr(A, B[i]))
+				add_letter(cur, B[i]);
+		y = chk(c, vtpu_g_dot(c->g, v[0], v[1], &dd));
+	}
+	if (y < 0)
+		return y;
+	if (strlen(cur) != strlen(outs))
+		return fail(c, "output %s does not match the operands", outs);
+	for (int i = 0; outs[i]; i++) {
+		char *p = strchr(cur, outs[i]);
+
+		if (!p)
+			return fail(c, "output letter %c is in no operand", outs[i]);
+		perm[i] = (int)(p - cur);
+	}
+	for (int i = 0; outs[i]; i++)
+		if (perm[i] != i)
+			return out(c, n, 0, chk(c, vtpu_g_transpose(c->g, y, perm)));
+	return out(c, n, 0, y);
+}
+
 /* ---- losses ------------------------------------------------------------------ */
 
 /*
@@ -3830,6 +3988,7 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "Einsum", 12, MAXV, op_einsum, 0, 0, "equation" },
 	{ "CumSum", 11, MAXV, op_cumsum, 0, 0, "exclusive,reverse" },
 	{ "Hardmax", 1, MAXV, op_hardmax, 0, 0, "axis" },
 	{ "IsNaN", 9, MAXV, op_isnan_inf, 0, 0, "" },

@@ -159,7 +159,7 @@ int vtpu_hlo_parse(const char *text, size_t len, struct vtpu_graph **out,
  * nodes. Returns -EINVAL for bytes that are not an ONNX model,
  * -EOPNOTSUPP for a model that uses an operator, attribute, type or shape
  * the frontend does not handle, -ENOMEM; when @err is not NULL, a message
- * such as "node 3 (Resize): unsupported operator Resize (opset 13)" in
+ * such as "node 3 (TopK): unsupported operator TopK (opset 11)" in
  * @err (@errlen bytes).
  *
  * Types: the device computes in f32, bf16 and s32. As JAX does without

@@ -1402,6 +1402,261 @@ static int op_range(struct ctx *c, node_t *n, const struct opdef *d)
 	return keep_const(c, n, r);
 }
 
+/* ---- one-hot, scatter, top-k ------------------------------------------------- */
+
+/* Integer indices in s32, negative ones counted back from @len. */
+static int wrap_indices(struct ctx *c, int idx, int64_t len)
+{
+	int neg;
+
+	if (idx >= 0 && shape_of(c, idx).type != VTPU_S32)
+		idx = chk(c, vtpu_g_convert(c->g, idx, VTPU_S32));
+	if (idx < 0)
+		return idx;
+	neg = chk(c, vtpu_g_compare(c->g, VTPU_LT, idx, splat(c, 0, idx)));
+	return neg < 0 ? neg : chk(c, vtpu_g_select(c->g, neg,
+			binary(c, VTPU_ADD, idx, splat(c, (double)len, idx)), idx));
+}
+
+/* Element @i of a rank-1 value, as a scalar. */
+static int element(struct ctx *c, int v, int64_t i)
+{
+	int64_t st[1] = { i }, lim[1] = { i + 1 }, step[1] = { 1 };
+	int y = chk(c, vtpu_g_slice(c->g, v, st, lim, step));
+
+	return y < 0 ? y : reshape(c, y, 0, NULL);
+}
+
+/* OneHot: values[1] where index == position along the new axis, else [0]. */
+static int op_onehot(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int idx = in(c, n, 0), vals = in(c, n, 2), ax, map[R], mask, on, off;
+	const struct cval *dv = cin(c, n, 1, "depth");
+	struct vtpu_shape si;
+	int64_t dims[R];
+	double depth;
+
+	(void)d;
+	if (idx < 0 || vals < 0 || !dv || cv_reals(c, dv, &depth, 1, "depth") != 1)
+		return c->failed ? -EINVAL : fail(c, "depth must be a scalar");
+	si = shape_of(c, idx);
+	if (si.rank + 1 > R || depth < 1 || depth > 65536)
+		return fail(c, "unsupported depth %g or rank %d", depth, si.rank);
+	if (shape_of(c, vals).rank != 1 || shape_of(c, vals).dims[0] != 2)
+		return fail(c, "values must be [off, on]");
+	ax = axis_norm(c, attr_i(n, "axis", -1), si.rank + 1);
+	if (ax < 0)
+		return ax;
+	for (int i = 0, k = 0; i <= si.rank; i++) {
+		dims[i] = i == ax ? (int64_t)depth : si.dims[k];
+		if (i != ax)
+			map[k++] = i;
+	}
+	idx = wrap_indices(c, idx, (int64_t)depth);
+	idx = idx < 0 ? idx : chk(c, vtpu_g_broadcast(c->g, idx, si.rank + 1,
+						      dims, map));
+	mask = iota_along(c, (int64_t)depth, si.rank + 1, dims, ax);
+	mask = idx < 0 || mask < 0 ? -EINVAL :
+	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
+	off = element(c, vals, 0);
+	on = element(c, vals, 1);
+	off = off < 0 ? off : bcast_to(c, off, si.rank + 1, dims);
+	on = on < 0 ? on : bcast_to(c, on, si.rank + 1, dims);
+	if (mask < 0 || on < 0 || off < 0)
+		return -EINVAL;
+	return out(c, n, 0, chk(c, vtpu_g_select(c->g, mask, on, off)));
+}
+
+/* EyeLike: a constant of the input's 2-D shape with ones on diagonal k. */
+static int op_eyelike(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0);
+	int64_t k = attr_i(n, "k", 0), rows, cols;
+	struct vtpu_shape s;
+	enum vtpu_type t;
+	struct cval *cv;
+	bool ok = true;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = shape_of(c, x);
+	if (s.rank != 2)
+		return fail(c, "input must be 2-D");
+	t = attr(n, "dtype") ? onnx_type((int)attr_i(n, "dtype", 1), &ok) : s.type;
+	t = dev_type(t);
+	if (!ok || (t != VTPU_F32 && t != VTPU_S32))
+		return fail(c, "unsupported dtype");
+	rows = s.dims[0], cols = s.dims[1];
+	cv = cval_new(t, 2, s.dims, NULL, 0);
+	if (!cv)
+		return fail(c, "out of memory");
+	free(cv->data);
+	cv->n = rows * cols;
+	cv->data = calloc(cv->n, 4);
+	if (!cv->data) {
+		free(cv);
+		return fail(c, "out of memory");
+	}
+	for (int64_t i = 0; i < rows; i++)
+		if (i + k >= 0 && i + k < cols) {
+			if (t == VTPU_F32)
+				((float *)cv->data)[i * cols + i + k] = 1;
+			else
+				((int32_t *)cv->data)[i * cols + i + k] = 1;
+		}
+	return keep_const(c, n, cv);
+}
+
+/*
+ * ScatterElements (and the older Scatter): data with updates written at
+ * the indices along the axis, as masked sums like GatherElements: a new
+ * axis of the data's length V after the indices' axis K, the mask
+ * (index == v), summed over K. Duplicates add (reduction "add" adds the
+ * data too); positions no index hits keep the data.
+ */
+static int op_scatter_elements(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), idx = in(c, n, 1), upd = in(c, n, 2), ax, red[1];
+	bool add = attr_s_is(n, "reduction", "none", "add");
+	struct vtpu_shape sx, si;
+	int64_t e[R], v, lo[R] = { 0 }, hi[R] = { 0 };
+	int imap[R], mask, sum, hit, y;
+	bool pad = false;
+
+	(void)d;
+	if (x < 0 || idx < 0 || upd < 0)
+		return -EINVAL;
+	if (!add && !attr_s_is(n, "reduction", "none", "none"))
+		return fail(c, "unsupported reduction");
+	sx = shape_of(c, x);
+	si = shape_of(c, idx);
+	if (si.rank != sx.rank || sx.rank + 1 > R)
+		return fail(c, "indices must have the data's rank (at most %d)",
+			    R - 1);
+	ax = axis_norm(c, attr_i(n, "axis", 0), sx.rank);
+	if (ax < 0)
+		return ax;
+	v = sx.dims[ax];
+	for (int i = 0, k = 0; i <= sx.rank; i++)
+		e[i] = i == ax + 1 ? v : si.dims[k++];
+	if (prod(e, 0, sx.rank + 1) > (1 << 24))
+		return fail(c, "unsupported scatter of that size");
+	for (int i = 0; i < sx.rank; i++) {
+		imap[i] = i <= ax ? i : i + 1;
+		if (i != ax && si.dims[i] > sx.dims[i])
+			return fail(c, "indices larger than the data on axis %d", i);
+		if (i != ax && si.dims[i] < sx.dims[i])
+			hi[i] = sx.dims[i] - si.dims[i], pad = true;
+	}
+	idx = wrap_indices(c, idx, v);
+	idx = idx < 0 ? idx : chk(c, vtpu_g_broadcast(c->g, idx, sx.rank + 1, e,
+						      imap));
+	mask = iota_along(c, v, sx.rank + 1, e, ax + 1);
+	mask = idx < 0 || mask < 0 ? -EINVAL :
+	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
+	upd = chk(c, vtpu_g_broadcast(c->g, upd, sx.rank + 1, e, imap));
+	if (mask < 0 || upd < 0)
+		return -EINVAL;
+	red[0] = ax;
+	sum = chk(c, vtpu_g_select(c->g, mask, upd, splat(c, 0, upd)));
+	sum = sum < 0 ? sum : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP,
+						   sum, 1, red));
+	hit = chk(c, vtpu_g_convert(c->g, mask, VTPU_F32));
+	hit = hit < 0 ? hit : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP,
+						   hit, 1, red));
+	/* Data beyond the indices' extent on other axes is never hit. */
+	if (pad && sum >= 0 && hit >= 0) {
+		sum = chk(c, vtpu_g_pad(c->g, sum, lo, hi, 0.0));
+		hit = chk(c, vtpu_g_pad(c->g, hit, lo, hi, 0.0));
+	}
+	if (sum < 0 || hit < 0)
+		return -EINVAL;
+	if (add)
+		sum = binary(c, VTPU_ADD, x, sum);
+	hit = chk(c, vtpu_g_compare(c->g, VTPU_GT, hit, splat(c, 0, hit)));
+	y = sum < 0 || hit < 0 ? -EINVAL :
+	    chk(c, vtpu_g_select(c->g, hit, sum, x));
+	return out(c, n, 0, y);
+}
+
+/*
+ * TopK for a small constant k: k rounds of "take the max (min), note
+ * its first index, mask it out", concatenated. Sorted, ties to the
+ * lower index.
+ */
+static int op_topk(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), ax, io, vals[64], idxs[64], red[1], dims[R];
+	bool largest = attr_i(n, "largest", 1) != 0;
+	struct vtpu_shape s;
+	int64_t k, kk[R];
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (c->opset < 10)
+		k = attr_i(n, "k", 0);
+	else if (in_ints(c, n, 1, &k, 1, "k") != 1)
+		return c->failed ? -EINVAL : fail(c, "k must be one value");
+	s = shape_of(c, x);
+	ax = axis_norm(c, attr_i(n, "axis", -1), s.rank);
+	if (ax < 0)
+		return ax;
+	if (k < 1 || k > 64 || k > s.dims[ax])
+		return fail(c, "unsupported k %lld (1..64)", (long long)k);
+	if (s.type != VTPU_F32)
+		x = chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
+	red[0] = ax;
+	for (int i = 0, j = 0; i < s.rank; i++)
+		if (i != ax)
+			dims[j++] = i;
+	io = iota_along(c, s.dims[ax], s.rank, s.dims, ax);
+	io = io < 0 ? io : chk(c, vtpu_g_convert(c->g, io, VTPU_F32));
+	memcpy(kk, s.dims, sizeof(kk));
+	kk[ax] = 1;
+	for (int64_t r = 0; r < k && x >= 0 && io >= 0; r++) {
+		int m, mb, eq, first, fb, hit;
+
+		m = chk(c, vtpu_g_reduce(c->g, largest ? VTPU_REDUCE_MAX_OP :
+					 VTPU_REDUCE_MIN_OP, x, 1, red));
+		mb = m < 0 ? m : s.rank > 1 ?
+		     chk(c, vtpu_g_broadcast(c->g, m, s.rank, s.dims, dims)) :
+		     bcast_to(c, m, s.rank, s.dims);
+		eq = mb < 0 ? mb : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, mb));
+		first = eq < 0 ? eq : chk(c, vtpu_g_select(c->g, eq, io,
+					splat(c, (double)s.dims[ax], io)));
+		first = first < 0 ? first : chk(c, vtpu_g_reduce(c->g,
+					VTPU_REDUCE_MIN_OP, first, 1, red));
+		fb = first < 0 ? first : s.rank > 1 ?
+		     chk(c, vtpu_g_broadcast(c->g, first, s.rank, s.dims, dims)) :
+		     bcast_to(c, first, s.rank, s.dims);
+		hit = fb < 0 ? fb : chk(c, vtpu_g_compare(c->g, VTPU_EQ, io, fb));
+		if (hit < 0)
+			return -EINVAL;
+		/* The taken element can never win again. */
+		x = chk(c, vtpu_g_select(c->g, hit,
+				splat(c, largest ? -INFINITY : INFINITY, x), x));
+		vals[r] = reshape(c, m, s.rank, kk);
+		idxs[r] = reshape(c, first, s.rank, kk);
+		if (vals[r] < 0 || idxs[r] < 0)
+			return -EINVAL;
+	}
+	if (x < 0 || io < 0)
+		return -EINVAL;
+	{
+		int v = k == 1 ? vals[0] : chk(c, vtpu_g_concat(c->g, (int)k, vals, ax));
+		int i = k == 1 ? idxs[0] : chk(c, vtpu_g_concat(c->g, (int)k, idxs, ax));
+
+		if (v >= 0 && s.type != VTPU_F32)
+			v = chk(c, vtpu_g_convert(c->g, v, s.type));
+		i = i < 0 ? i : chk(c, vtpu_g_convert(c->g, i, VTPU_S32));
+		if (out(c, n, 0, v) < 0)
+			return -EINVAL;
+		return n->n_output > 1 && n->output[1][0] ? out(c, n, 1, i) : 0;
+	}
+}
+
 /* ---- einsum ------------------------------------------------------------------ */
 
 static void add_letter(char *s, char ch)
@@ -3988,6 +4243,12 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "OneHot", 9, MAXV, op_onehot, 0, 0, "axis" },
+	{ "EyeLike", 9, MAXV, op_eyelike, 0, 0, "dtype,k" },
+	{ "Scatter", 9, 10, op_scatter_elements, 0, 0, "axis" },
+	{ "ScatterElements", 11, MAXV, op_scatter_elements, 0, 0,
+	  "axis,reduction" },
+	{ "TopK", 1, MAXV, op_topk, 0, 0, "axis,k,largest,sorted" },
 	{ "Einsum", 12, MAXV, op_einsum, 0, 0, "equation" },
 	{ "CumSum", 11, MAXV, op_cumsum, 0, 0, "exclusive,reverse" },
 	{ "Hardmax", 1, MAXV, op_hardmax, 0, 0, "axis" },

@@ -1342,6 +1342,68 @@ static int op_thresholded_relu(struct ctx *c, node_t *n, const struct opdef *d)
 		   chk(c, vtpu_g_select(c->g, p, x, splat(c, 0, x))));
 }
 
+/*
+ * Floor (arg 0), Ceil (1), Round (2, half to even) of f32. The device's
+ * f32 -> s32 conversion truncates, so t = trunc(x) for |x| < 2^23 (above,
+ * x is an integer already, or inf or NaN, and is its own result); then
+ * step t by one where it is on the wrong side, or (Round) where the
+ * fraction is over one half, or exactly one half and t is odd.
+ */
+static int op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), t, big, adj, y, one, zero;
+
+	if (x < 0)
+		return x;
+	if (shape_of(c, x).type != VTPU_F32)
+		return shape_of(c, x).type == VTPU_S32 ? out(c, n, 0, x) :
+		       fail(c, "unsupported type");
+	t = chk(c, vtpu_g_convert(c->g, x, VTPU_S32));
+	t = t < 0 ? t : chk(c, vtpu_g_convert(c->g, t, VTPU_F32));
+	one = splat(c, 1, x);
+	zero = splat(c, 0, x);
+	if (t < 0 || one < 0 || zero < 0)
+		return -EINVAL;
+	if (d->arg == 0) {	/* t > x: one less */
+		adj = chk(c, vtpu_g_compare(c->g, VTPU_GT, t, x));
+		adj = adj < 0 ? adj : chk(c, vtpu_g_select(c->g, adj,
+					splat(c, -1, x), zero));
+	} else if (d->arg == 1) {	/* t < x: one more */
+		adj = chk(c, vtpu_g_compare(c->g, VTPU_LT, t, x));
+		adj = adj < 0 ? adj : chk(c, vtpu_g_select(c->g, adj, one, zero));
+	} else {
+		int fr = binary(c, VTPU_SUB, x, t), a, s, over, half, odd, h;
+
+		a = fr < 0 ? fr : chk(c, vtpu_g_unary(c->g, VTPU_ABS, fr));
+		/* the step's direction: x's sign */
+		s = chk(c, vtpu_g_compare(c->g, VTPU_LT, x, zero));
+		s = s < 0 ? s : chk(c, vtpu_g_select(c->g, s, splat(c, -1, x), one));
+		over = a < 0 ? a : chk(c, vtpu_g_compare(c->g, VTPU_GT, a,
+							 splat(c, 0.5, x)));
+		half = a < 0 ? a : chk(c, vtpu_g_compare(c->g, VTPU_EQ, a,
+							 splat(c, 0.5, x)));
+		/* t odd: t - 2 * trunc(t / 2) != 0 (t / 2 is exact) */
+		h = binary(c, VTPU_MUL, t, splat(c, 0.5, x));
+		h = h < 0 ? h : chk(c, vtpu_g_convert(c->g, h, VTPU_S32));
+		h = h < 0 ? h : chk(c, vtpu_g_convert(c->g, h, VTPU_F32));
+		h = h < 0 ? h : binary(c, VTPU_MUL, h, splat(c, 2, x));
+		odd = h < 0 ? h : chk(c, vtpu_g_compare(c->g, VTPU_NE, t, h));
+		if (s < 0 || over < 0 || half < 0 || odd < 0)
+			return -EINVAL;
+		/* half and odd: step; over: step; else 0 */
+		adj = chk(c, vtpu_g_select(c->g, odd, s, zero));
+		adj = adj < 0 ? adj : chk(c, vtpu_g_select(c->g, half, adj, zero));
+		adj = adj < 0 ? adj : chk(c, vtpu_g_select(c->g, over, s, adj));
+	}
+	y = adj < 0 ? adj : binary(c, VTPU_ADD, t, adj);
+	big = chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
+	big = big < 0 ? big : chk(c, vtpu_g_compare(c->g, VTPU_LT, big,
+						    splat(c, 8388608.0, x)));
+	if (y < 0 || big < 0)
+		return -EINVAL;
+	return out(c, n, 0, chk(c, vtpu_g_select(c->g, big, y, x)));
+}
+
 /* Softsign: x / (1 + |x|). */
 static int op_softsign(struct ctx *c, node_t *n, const struct opdef *d)
 {
@@ -4257,6 +4319,9 @@ static const struct opdef ops[] = {
 	  "detect_negative,detect_positive" },
 	{ "ThresholdedRelu", 10, MAXV, op_thresholded_relu, 0, 0, "alpha" },
 	{ "Softsign", 1, MAXV, op_softsign, 0, 0, "" },
+	{ "Floor", 6, MAXV, op_floor_ceil_round, 0, 0, "" },
+	{ "Ceil", 6, MAXV, op_floor_ceil_round, 1, 0, "" },
+	{ "Round", 11, MAXV, op_floor_ceil_round, 2, 0, "" },
 	{ "Range", 11, MAXV, op_range, 0, 0, "" },
 	{ "Resize", 10, MAXV, op_resize, 0, 0,
 	  "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,"

@@ -10,6 +10,7 @@
  * AddressSanitizer catches any read past the end. These tests check
  * parsing and shapes; numerics are the conformance runner's job.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,10 @@
 #include "ir.h"
 #include "vtpu_compiler.h"
 #include "onnx.pb-c.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "kselftest_harness.h"
 
@@ -514,6 +519,155 @@ TEST(symbolic_dimension)
 {
 	ASSERT_MODEL_ERROR("simple/test_sequence_model8",
 			   "has symbolic dimension 'n' (bind it");
+}
+
+/*
+ * Bindings from @test's test_data_set_0 for the graph inputs that are
+ * not initializers (dims, and values of integer and float inputs), as
+ * the conformance runner makes them. Returns how many; fills @t with
+ * the decoded tensors the bindings point into (the caller frees them).
+ */
+static int bind_data_set(const char *dir, const Onnx__GraphProto *gp,
+			 struct vtpu_onnx_binding *b, Onnx__TensorProto **t,
+			 int64_t **iv, double **fv)
+{
+	int nb = 0, k = 0;
+
+	for (size_t i = 0; i < gp->n_input && nb < 16; i++) {
+		const char *name = gp->input[i]->name;
+		bool init = false;
+		char path[1200];
+		void *tb;
+		size_t tl = 0, n = 1;
+
+		for (size_t j = 0; j < gp->n_initializer && !init; j++)
+			init = !strcmp(gp->initializer[j]->name, name);
+		if (init)
+			continue;
+		snprintf(path, sizeof(path), "%s/test_data_set_0/input_%d.pb",
+			 dir, k++);
+		tb = slurp(path, &tl);
+		t[nb] = tb ? onnx__tensor_proto__unpack(NULL, tl, tb) : NULL;
+		free(tb);
+		if (!t[nb] || t[nb]->n_dims > VTPU_MAX_RANK) {
+			if (t[nb])
+				onnx__tensor_proto__free_unpacked(t[nb], NULL);
+			break;
+		}
+		memset(&b[nb], 0, sizeof(b[nb]));
+		b[nb].name = name;
+		b[nb].rank = (int)t[nb]->n_dims;
+		for (size_t d = 0; d < t[nb]->n_dims; d++)
+			n *= (size_t)(b[nb].dims[d] = t[nb]->dims[d]);
+		iv[nb] = NULL, fv[nb] = NULL;
+		if (t[nb]->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
+		    (t[nb]->raw_data.len == n * 8 || t[nb]->n_int64_data == n)) {
+			iv[nb] = malloc(n * 8 + 8);
+			if (n && t[nb]->raw_data.len)
+				memcpy(iv[nb], t[nb]->raw_data.data, n * 8);
+			else if (n)
+				memcpy(iv[nb], t[nb]->int64_data, n * 8);
+			b[nb].values = iv[nb];
+		} else if (t[nb]->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+			   t[nb]->raw_data.len == n * 4) {
+			fv[nb] = malloc(n * sizeof(double) + 8);
+			for (size_t e = 0; e < n; e++) {
+				float f;
+
+				memcpy(&f, t[nb]->raw_data.data + 4 * e, 4);
+				fv[nb][e] = f;
+			}
+			b[nb].fvalues = fv[nb];
+		}
+		nb++;
+	}
+	return nb;
+}
+
+/*
+ * Every model of ONNX's test data, under ASan/UBSan/LSan: parsed as it
+ * is and bound to its first data set, each either a graph that
+ * compiles or a clean refusal (-EOPNOTSUPP, with a message); never a
+ * crash, a leak or another error.
+ */
+TEST(every_test_model_parses_or_is_refused_and_compiles)
+{
+	static const char *const cats[] = {
+		"node", "pytorch-converted", "pytorch-operator", "simple",
+	};
+	struct vtpu_device_params dp = {
+		.vmem_size = 1 << 20, .num_cores = 2, .hbm_size = 1 << 28,
+	};
+	struct vtpu_compile_options o = { 0 };
+	int models = 0, graphs = 0;
+
+	for (int ci = 0; ci < 4; ci++) {
+		char dir[512];
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), DATA "%s", cats[ci]);
+		d = opendir(dir);
+		if (!d)
+			SKIP(return, "%s is not installed", dir);
+		while ((e = readdir(d))) {
+			char tdir[1024], path[1100], err[512] = "";
+			struct vtpu_onnx_binding b[16];
+			Onnx__TensorProto *t[16];
+			int64_t *iv[16];
+			double *fv[16];
+			Onnx__ModelProto *m;
+			size_t len = 0;
+			void *buf;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(tdir, sizeof(tdir), "%s/%s", dir, e->d_name);
+			snprintf(path, sizeof(path), "%s/model.onnx", tdir);
+			buf = slurp(path, &len);
+			if (!buf)
+				continue;
+			m = onnx__model_proto__unpack(NULL, len, buf);
+			ASSERT_NE(NULL, m) TH_LOG("%s", path);
+			models++;
+			for (int bound = 0; bound < 2; bound++) {
+				struct vtpu_graph *g = NULL;
+				struct vtpu_program *prog = NULL;
+				int nb = bound ? bind_data_set(tdir, m->graph, b, t,
+							       iv, fv) : 0;
+				int r = vtpu_onnx_parse_bound(buf, len, b, nb, &g,
+							      err, sizeof(err));
+
+				EXPECT_TRUE(r == 0 || r == -EOPNOTSUPP)
+					TH_LOG("%s: %d %s", tdir, r, err);
+				if (r) {
+					EXPECT_NE(0, err[0]) TH_LOG("%s", tdir);
+				} else {
+					graphs++;
+					EXPECT_EQ(0, vtpu_compile(g, &dp, &o, &prog,
+								  err, sizeof(err)))
+						TH_LOG("%s: %s", tdir, err);
+					vtpu_program_free(prog);
+					vtpu_graph_free(g);
+				}
+				for (int i = 0; i < nb; i++) {
+					onnx__tensor_proto__free_unpacked(t[i], NULL);
+					free(iv[i]);
+					free(fv[i]);
+				}
+			}
+			onnx__model_proto__free_unpacked(m, NULL);
+			free(buf);
+		}
+		closedir(d);
+	}
+	TH_LOG("%d models, %d graphs compiled", models, graphs);
+	EXPECT_LT(1000, models);
+	EXPECT_LT(models, graphs);	/* most models parse, bound or not */
+#ifdef __SANITIZE_ADDRESS__
+	/* The harness's child _exit()s, so LSan would never look: ask it. */
+	EXPECT_EQ(0, __lsan_do_recoverable_leak_check());
+#endif
 }
 
 TEST(garbage)

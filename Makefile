@@ -88,15 +88,16 @@ BENCH := $(BUILD)/bin/vtpu-bench
 BENCH_SRCS := $(wildcard tools/bench/*.c)
 
 .PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
-	bench fuzz install e2e conformance conformance-check demo
+	bench fuzz fuzz-onnx install e2e conformance conformance-check demo
 
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
 RUN_TOOL := $(BUILD)/bin/vtpu-run
 SMI_TOOL := $(BUILD)/bin/vtpu-smi
 CONFORMANCE := $(BUILD)/bin/vtpu-conformance
 HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
+ONNX_FUZZ := $(BUILD)/bin/onnx-fuzz
 
-all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(LIBVTPU_SO) \
+all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(ONNX_FUZZ) $(LIBVTPU_SO) \
 	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE)
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
@@ -150,6 +151,27 @@ fuzz: $(HLO_FUZZ)
 	$(HLO_FUZZ) -dict=tests/fuzz/hlo.dict -max_len=8192 -timeout=5 \
 		-max_total_time=$${FUZZ_SECONDS:-60} -artifact_prefix=$(BUILD)/ \
 		$(BUILD)/fuzz-corpus tests/fuzz/hlo_corpus
+
+# The ONNX frontend and the compiler behind it, seeded with every model
+# of ONNX's test data (copied: libFuzzer adds to its first directory).
+$(ONNX_FUZZ): tests/fuzz/onnx_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) \
+		$(EXEC_HDRS) $(ONNX_GEN)
+	@mkdir -p $(@D)
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
+		-Idriver -Iruntime/compat -ffp-contract=off \
+		-I$(GEN) -o $@ $< $(CC_SRCS) $(GEN)/onnx.pb-c.c $(EXEC_SRCS) \
+		-lxxhash -lprotobuf-c -lpthread -lm
+
+fuzz-onnx: $(ONNX_FUZZ)
+	@mkdir -p $(BUILD)/onnx-fuzz-corpus $(BUILD)/onnx-fuzz-seeds
+	@for d in /usr/share/libonnx-testdata/data/*/*/; do \
+		cp -n "$$d/model.onnx" \
+		"$(BUILD)/onnx-fuzz-seeds/$$(basename $$d).onnx" 2>/dev/null; \
+	done; true
+	$(ONNX_FUZZ) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+		-max_total_time=$${FUZZ_SECONDS:-60} -artifact_prefix=$(BUILD)/ \
+		$(BUILD)/onnx-fuzz-corpus $(BUILD)/onnx-fuzz-seeds
 
 $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		$(TEST_HDRS) $(KSFT_HDRS)

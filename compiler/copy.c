@@ -468,12 +468,15 @@ static void fill_flat(struct cg *c, struct loc dst, int64_t n, uint32_t bits)
 
 static uint32_t pad_bits(const struct ir_node *n)
 {
-	float f = (float)n->a.pad.value;
-	int32_t s = (int32_t)n->a.pad.value;
+	double v = n->a.pad.value;
+	float f = (float)v;
 	uint32_t u;
 
+	/* Converted only for s32, saturating: a bare cast of -inf (a max
+	 * pool's padding) or NaN to int is undefined. */
 	if (n->shape.type == VTPU_S32)
-		return (uint32_t)s;
+		return (uint32_t)(int32_t)(v != v ? 0 : v <= INT32_MIN ? INT32_MIN :
+					   v >= INT32_MAX ? INT32_MAX : v);
 	if (n->shape.type == VTPU_PRED)
 		f = n->a.pad.value != 0 ? 1.0f : 0.0f;
 	memcpy(&u, &f, sizeof(u));

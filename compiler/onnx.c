@@ -3036,6 +3036,10 @@ static int op_reshape(struct ctx *c, node_t *n, const struct opdef *d)
 		} else if (t[i] < 1) {
 			return fail(c, "unsupported dimension %lld in shape",
 				    (long long)t[i]);
+		} else if (t[i] > prod(s.dims, 0, s.rank) / known) {
+			/* checked before multiplying: no overflow */
+			return fail(c, "shape does not fit %lld elements",
+				    (long long)prod(s.dims, 0, s.rank));
 		} else {
 			known *= t[i];
 		}

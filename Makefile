@@ -27,7 +27,7 @@ WARN := -Wall -Wextra -Werror
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Iuapi \
 	$(shell pkg-config --cflags libdrm)
 USER_LIBS := $(shell pkg-config --libs libdrm)
-SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
+SAN := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 
 # The executor and validator are plain C shared by vtpu.ko and userspace

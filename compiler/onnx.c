@@ -4005,8 +4005,15 @@ static struct cval *cval_new(enum vtpu_type type, int rank, const int64_t *dims,
 static struct cval *tensor_double(struct ctx *c, const Onnx__TensorProto *t,
 				  int64_t n)
 {
-	struct cval *cv = cval_new(VTPU_F32, (int)t->n_dims, t->dims, NULL, 0);
 	bool raw = t->has_raw_data && t->raw_data.len;
+	struct cval *cv;
+
+	if (raw ? t->raw_data.len != (size_t)n * 8 : t->n_double_data != (size_t)n) {
+		fail(c, "tensor '%s': data does not match %lld elements of DOUBLE",
+		     t->name ? t->name : "", (long long)n);
+		return NULL;
+	}
+	cv = cval_new(VTPU_F32, (int)t->n_dims, t->dims, NULL, 0);
 
 	if (!cv)
 		goto oom;
@@ -4015,12 +4022,6 @@ static struct cval *tensor_double(struct ctx *c, const Onnx__TensorProto *t,
 	cv->data = calloc(n ? n : 1, sizeof(float));
 	if (!cv->data)
 		goto oom;
-	if (raw ? t->raw_data.len != (size_t)n * 8 : t->n_double_data != (size_t)n) {
-		cval_free(cv);
-		fail(c, "tensor '%s': data does not match %lld elements of DOUBLE",
-		     t->name ? t->name : "", (long long)n);
-		return NULL;
-	}
 	for (int64_t i = 0; i < n; i++) {
 		double d;
 
@@ -4075,6 +4076,22 @@ static struct cval *tensor(struct ctx *c, const Onnx__TensorProto *t)
 	if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
 		return tensor_double(c, t, n);
 	es = esize(ty);
+	/*
+	 * The data must be there before we allocate for it: dims alone may
+	 * claim billions of elements in a file of a few bytes.
+	 */
+	{
+		size_t have = t->has_raw_data && t->raw_data.len ?
+			      t->raw_data.len / es :
+			      ty == VTPU_F32 ? t->n_float_data :
+			      ty == VTPU_S64 ? t->n_int64_data : t->n_int32_data;
+
+		if ((int64_t)have != n) {
+			fail(c, "tensor '%s': data does not match %lld elements of %s",
+			     nm, (long long)n, onnx_type_name(t->data_type));
+			return NULL;
+		}
+	}
 	cv = cval_new(ty, (int)t->n_dims, t->dims, NULL, 0);
 	if (!cv)
 		goto oom;

@@ -2508,6 +2508,9 @@ static int add_bias(struct ctx *c, node_t *n, size_t i, int y)
 		return y;
 	bias = in(c, n, i);
 	sy = shape_of(c, y);
+	if (bias >= 0 && (shape_of(c, bias).rank != 1 ||
+			  shape_of(c, bias).dims[0] != sy.dims[1]))
+		return fail(c, "bias must be [%lld]", (long long)sy.dims[1]);
 	if (bias >= 0)
 		bias = chk(c, vtpu_g_broadcast(c->g, bias, sy.rank, sy.dims, dim1));
 	return bias < 0 ? bias : chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, bias));
@@ -4438,6 +4441,10 @@ static int op_instnorm(struct ctx *c, node_t *n, const struct opdef *d)
 	y = normalize(c, x, na, axes, attr_f(n, "epsilon", 1e-5f), NULL);
 	for (int i = 0; i < 2 && y >= 0; i++) {
 		p[i] = in(c, n, i + 1);
+		if (p[i] >= 0 && (shape_of(c, p[i]).rank != 1 ||
+				  shape_of(c, p[i]).dims[0] != s.dims[1]))
+			return fail(c, "input %d must be [%lld]", i + 1,
+				    (long long)s.dims[1]);
 		p[i] = p[i] < 0 ? p[i] :
 			chk(c, vtpu_g_broadcast(c->g, p[i], s.rank, s.dims, dim1));
 		y = p[i] < 0 ? p[i] : chk(c, vtpu_g_binary(c->g,

@@ -379,7 +379,8 @@ static int attr_ints(struct ctx *c, node_t *n, const char *name, int64_t *out,
 	if (a->n_ints > (size_t)max)
 		return fail(c, "attribute %s has %zu values (at most %d)", name,
 			    a->n_ints, max) - 1000;
-	memcpy(out, a->ints, a->n_ints * sizeof(*out));
+	if (a->n_ints)	/* an empty list has no array at all */
+		memcpy(out, a->ints, a->n_ints * sizeof(*out));
 	return (int)a->n_ints;
 }
 

@@ -3382,6 +3382,10 @@ static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
 	is = shape_of(c, idx);
 	if (is.type != VTPU_S32)
 		return fail(c, "indices must be integers");
+	/* The masked sum reduces, and the device reduces floats only. */
+	if (s.type != VTPU_F32 && s.type != VTPU_BF16)
+		return fail(c, "unsupported run-time gather of %s data",
+			    s.type == VTPU_S32 ? "integer" : "non-float");
 	v = s.dims[ax];
 	pre = prod(s.dims, 0, ax);
 	post = prod(s.dims, ax + 1, s.rank);
@@ -3512,6 +3516,128 @@ static int op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 	red[0] = ax + 1;
 	return out(c, n, 0, y < 0 ? y : chk(c, vtpu_g_reduce(c->g,
 				VTPU_REDUCE_SUM_OP, y, 1, red)));
+}
+
+/*
+ * The row-major position in data's first @k dims of each index tuple of
+ * @idx [..., k] (GatherND, ScatterND), negative components wrapped:
+ * an s32 value of idx's dims less the last.
+ */
+static int nd_linear(struct ctx *c, int idx, const struct vtpu_shape *sx,
+		     int k)
+{
+	struct vtpu_shape si = shape_of(c, idx);
+	int lin = -1;
+	int64_t stride = 1;
+
+	for (int j = k - 1; j >= 0; j--) {
+		int64_t st[R] = { 0 }, lim[R], step[R];
+		int comp;
+
+		for (int i = 0; i < si.rank; i++)
+			lim[i] = si.dims[i], step[i] = 1;
+		st[si.rank - 1] = j, lim[si.rank - 1] = j + 1;
+		comp = chk(c, vtpu_g_slice(c->g, idx, st, lim, step));
+		comp = comp < 0 ? comp : reshape(c, comp, si.rank - 1, si.dims);
+		comp = wrap_indices(c, comp, sx->dims[j]);
+		if (comp >= 0 && stride > 1)
+			comp = binary(c, VTPU_MUL, comp, splat(c, (double)stride, comp));
+		lin = comp < 0 ? comp : lin < 0 ? comp : binary(c, VTPU_ADD, lin, comp);
+		if (lin < 0)
+			return lin;
+		stride *= sx->dims[j];
+	}
+	return lin;
+}
+
+/* GatherND (batch_dims 0): a run-time Gather of data's first k dims. */
+static int op_gathernd(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), idx = in(c, n, 1), k, lin;
+	struct vtpu_shape sx, si;
+	int64_t t[R];
+
+	(void)d;
+	if (x < 0 || idx < 0)
+		return -EINVAL;
+	if (attr_i(n, "batch_dims", 0))
+		return fail(c, "unsupported batch_dims");
+	sx = shape_of(c, x);
+	si = shape_of(c, idx);
+	k = si.rank ? (int)si.dims[si.rank - 1] : 0;
+	if (si.rank < 1 || k < 1 || k > sx.rank || si.type != VTPU_S32)
+		return fail(c, "indices must be integers [..., k], k <= rank");
+	lin = nd_linear(c, idx, &sx, k);
+	/* data as [prod(dims[:k]), dims[k:]...] */
+	t[0] = prod(sx.dims, 0, k);
+	for (int i = k; i < sx.rank; i++)
+		t[1 + i - k] = sx.dims[i];
+	x = reshape(c, x, 1 + sx.rank - k, t);
+	return out(c, n, 0, lin < 0 || x < 0 ? -EINVAL :
+		   gather_dynamic(c, x, 0, lin));
+}
+
+/*
+ * ScatterND (reduction none or add): updates rows written at the index
+ * tuples of data viewed as [V = prod(dims[:k]), P], as a masked sum
+ * over the M tuples; duplicates add.
+ */
+static int op_scatternd(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = in(c, n, 0), idx = in(c, n, 1), upd = in(c, n, 2), k, lin;
+	bool add = attr_s_is(n, "reduction", "none", "add");
+	int mask, sum, hit, y, red[1] = { 0 };
+	static const int d0[1] = { 0 }, d01[2] = { 0, 1 }, d02[2] = { 0, 2 };
+	struct vtpu_shape sx, si;
+	int64_t v, p, m, mvp[3];
+
+	(void)d;
+	if (x < 0 || idx < 0 || upd < 0)
+		return -EINVAL;
+	if (!add && !attr_s_is(n, "reduction", "none", "none"))
+		return fail(c, "unsupported reduction");
+	sx = shape_of(c, x);
+	si = shape_of(c, idx);
+	k = si.rank ? (int)si.dims[si.rank - 1] : 0;
+	if (si.rank < 1 || k < 1 || k > sx.rank || si.type != VTPU_S32)
+		return fail(c, "indices must be integers [..., k], k <= rank");
+	if (sx.type != VTPU_F32 && sx.type != VTPU_BF16)
+		return fail(c, "unsupported scatter of non-float data");
+	v = prod(sx.dims, 0, k);
+	p = prod(sx.dims, k, sx.rank);
+	m = prod(si.dims, 0, si.rank - 1);
+	if (m * v * p > (1 << 24))
+		return fail(c, "unsupported scatter of that size");
+	if (prod(shape_of(c, upd).dims, 0, shape_of(c, upd).rank) != m * p)
+		return fail(c, "updates do not match the indices and data");
+	lin = nd_linear(c, idx, &sx, k);
+	lin = lin < 0 ? lin : reshape(c, lin, 1, &m);
+	mvp[0] = m, mvp[1] = v, mvp[2] = p;
+	lin = lin < 0 ? lin : chk(c, vtpu_g_broadcast(c->g, lin, 2, mvp, d0));
+	mask = iota_along(c, v, 2, mvp, 1);
+	mask = lin < 0 || mask < 0 ? -EINVAL :
+	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, lin, mask));
+	upd = reshape(c, upd, 2, (int64_t[2]){ m, p });
+	upd = upd < 0 ? upd : chk(c, vtpu_g_broadcast(c->g, upd, 3, mvp, d02));
+	if (mask < 0 || upd < 0)
+		return -EINVAL;
+	sum = chk(c, vtpu_g_broadcast(c->g, mask, 3, mvp, d01));
+	sum = sum < 0 ? sum : chk(c, vtpu_g_select(c->g, sum, upd, splat(c, 0, upd)));
+	sum = sum < 0 ? sum : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, sum,
+						   1, red));	/* [V, P] */
+	hit = chk(c, vtpu_g_convert(c->g, mask, VTPU_F32));
+	hit = hit < 0 ? hit : chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP, hit,
+						   1, red));	/* [V] */
+	hit = hit < 0 ? hit : chk(c, vtpu_g_broadcast(c->g, hit, 2, mvp + 1, d0));
+	hit = hit < 0 ? hit : chk(c, vtpu_g_compare(c->g, VTPU_GT, hit,
+						    splat(c, 0, hit)));
+	x = reshape(c, x, 2, mvp + 1);
+	if (sum < 0 || hit < 0 || x < 0)
+		return -EINVAL;
+	if (add)
+		sum = binary(c, VTPU_ADD, x, sum);
+	y = sum < 0 ? sum : chk(c, vtpu_g_select(c->g, hit, sum, x));
+	return out(c, n, 0, y < 0 ? y : reshape(c, y, sx.rank, sx.dims));
 }
 
 /* Gather with constant indices: take() along axis, then the index shape. */
@@ -4548,6 +4674,8 @@ static const struct opdef ops[] = {
 	{ "Pad", 2, MAXV, op_pad, 0, 0, "mode,pads,value" },
 	{ "Gather", 1, MAXV, op_gather, 0, 0, "axis" },
 	{ "Tile", 6, MAXV, op_tile, 0, 0, "" },
+	{ "GatherND", 11, MAXV, op_gathernd, 0, 0, "batch_dims" },
+	{ "ScatterND", 11, MAXV, op_scatternd, 0, 0, "reduction" },
 	{ "RNN", 7, MAXV, op_rnn, CELL_RNN, 0,
 	  "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout" },
 	{ "GRU", 7, MAXV, op_rnn, CELL_GRU, 0,

@@ -4962,23 +4962,33 @@ static struct cval *folded(struct vtpu_graph *tg, int id,
 static int fold_eval(struct ctx *c, struct vtpu_graph *tg, int first,
 		     bool to_int)
 {
-	int ids[16], nout = c->nv - first, ret;
+	int ids[16], at[16], nout = c->nv - first, ne = 0, ret;
 	void *outs[16] = { NULL };
 
 	if (nout < 1 || nout > 16)
 		return -EINVAL;
-	for (int i = 0; i < nout; i++)
-		ids[i] = c->v[first + i].id;
-	if (vtpu_g_outputs(tg, nout, ids) < 0)
+	for (int i = first; i < c->nv; i++) {
+		/* A handler that made a host constant itself (Range, ...) */
+		if (c->v[i].id < 0) {
+			if (!c->v[i].c)
+				return -EINVAL;
+			continue;
+		}
+		at[ne] = i;
+		ids[ne++] = c->v[i].id;
+	}
+	if (!ne)
+		return 0;
+	if (vtpu_g_outputs(tg, ne, ids) < 0)
 		return -EINVAL;
 	ret = ir_eval(&tg->ir, NULL, outs);
-	for (int i = 0; i < nout; i++) {
+	for (int i = 0; i < ne; i++) {
 		struct cval *cv = ret ? NULL : folded(tg, ids[i], outs[i], to_int);
 
 		if (!cv)
 			ret = -EINVAL;
-		c->v[first + i].id = -1;
-		c->v[first + i].c = cv;
+		c->v[at[i]].id = -1;
+		c->v[at[i]].c = cv;
 		free(outs[i]);
 	}
 	return ret;

@@ -323,6 +323,27 @@ TEST(convolution_pooling_and_layout_shapes)
 	ASSERT_MODEL("node/test_gather_elements_0", 1, "2x2");
 }
 
+TEST(host_constant_handlers_fold)
+{
+	/*
+	 * Range on initializers is a host constant at import: no parameter
+	 * is left, and the folding that tries every node of constants keeps
+	 * what the handler made (the unit tests also fail on leaks).
+	 */
+	struct vtpu_graph *g = NULL;
+	char err[512] = "", buf[64];
+	bool absent;
+	int ret = parse_frozen("node/test_range_float_type_positive_delta", 0,
+			       &g, err, sizeof(err), &absent);
+
+	if (absent)
+		SKIP(return, "test_range_float_type_positive_delta is not installed");
+	ASSERT_EQ(0, ret) TH_LOG("%s", err);
+	EXPECT_EQ(0, g->ir.nparams);
+	EXPECT_STREQ("2", out_dims(g, 0, buf, sizeof(buf)));
+	vtpu_graph_free(g);
+}
+
 TEST(sequences)
 {
 	/* Compile-time sequences: lists of values, no sequence at run time. */

@@ -91,6 +91,10 @@ static int keep_const(struct ctx *c, node_t *n, struct cval *cv);
 static int iota_along(struct ctx *c, int64_t size, int rank,
 		      const int64_t *dims, int axis);
 static int matmul(struct ctx *c, int a, int b);
+static int unreduce(struct ctx *c, int v, const struct vtpu_shape *sh, int ax);
+static int iota_f32(struct ctx *c, const struct vtpu_shape *sh, int ax);
+static int arg_extreme(struct ctx *c, int x, int ax, int io, bool largest,
+		       bool last, int *value);
 
 /* ---- errors ---------------------------------------------------------------- */
 
@@ -1259,7 +1263,7 @@ static int op_cumsum(struct ctx *c, node_t *n, const struct opdef *d)
 /* Hardmax: 1 at the first maximum along the axis, 0 elsewhere. */
 static int op_hardmax(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = in(c, n, 0), ax, m, eq, io, first, y, red[1], dims[R];
+	int x = in(c, n, 0), ax, m, io, first, y;
 	struct vtpu_shape s, sx;
 	int64_t flat[2];
 
@@ -1279,27 +1283,9 @@ static int op_hardmax(struct ctx *c, node_t *n, const struct opdef *d)
 	if (x < 0)
 		return x;
 	sx = shape_of(c, x);
-	red[0] = ax;
-	for (int i = 0, k = 0; i < sx.rank; i++)
-		if (i != ax)
-			dims[k++] = i;
-	/* The index of the first maximum, as in ArgMax, in f32. */
-	m = chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP, x, 1, red));
-	m = m < 0 ? m : sx.rank > 1 ?
-	    chk(c, vtpu_g_broadcast(c->g, m, sx.rank, sx.dims, dims)) :
-	    bcast_to(c, m, sx.rank, sx.dims);
-	eq = m < 0 ? m : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, m));
-	io = iota_along(c, sx.dims[ax], sx.rank, sx.dims, ax);
-	io = io < 0 ? io : chk(c, vtpu_g_convert(c->g, io, VTPU_F32));
-	if (eq < 0 || io < 0)
-		return -EINVAL;
-	first = chk(c, vtpu_g_select(c->g, eq, io,
-				     splat(c, (double)sx.dims[ax], io)));
-	first = first < 0 ? first : chk(c, vtpu_g_reduce(c->g,
-					VTPU_REDUCE_MIN_OP, first, 1, red));
-	first = first < 0 ? first : sx.rank > 1 ?
-		chk(c, vtpu_g_broadcast(c->g, first, sx.rank, sx.dims, dims)) :
-		bcast_to(c, first, sx.rank, sx.dims);
+	io = iota_f32(c, &sx, ax);
+	first = arg_extreme(c, x, ax, io, true, false, &m);
+	first = unreduce(c, first, &sx, ax);
 	y = first < 0 ? first : chk(c, vtpu_g_compare(c->g, VTPU_EQ, io, first));
 	y = y < 0 ? y : chk(c, vtpu_g_convert(c->g, y, s.type));
 	return out(c, n, 0, y < 0 ? y : reshape(c, y, s.rank, s.dims));
@@ -1651,7 +1637,7 @@ static int op_scatter_elements(struct ctx *c, node_t *n, const struct opdef *d)
  */
 static int op_topk(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = in(c, n, 0), ax, io, vals[64], idxs[64], red[1], dims[R];
+	int x = in(c, n, 0), ax, io, vals[64], idxs[64];
 	bool largest = attr_i(n, "largest", 1) != 0;
 	struct vtpu_shape s;
 	int64_t k, kk[R];
@@ -1671,31 +1657,15 @@ static int op_topk(struct ctx *c, node_t *n, const struct opdef *d)
 		return fail(c, "unsupported k %lld (1..64)", (long long)k);
 	if (s.type != VTPU_F32)
 		x = chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
-	red[0] = ax;
-	for (int i = 0, j = 0; i < s.rank; i++)
-		if (i != ax)
-			dims[j++] = i;
-	io = iota_along(c, s.dims[ax], s.rank, s.dims, ax);
-	io = io < 0 ? io : chk(c, vtpu_g_convert(c->g, io, VTPU_F32));
+	io = iota_f32(c, &s, ax);
 	memcpy(kk, s.dims, sizeof(kk));
 	kk[ax] = 1;
 	for (int64_t r = 0; r < k && x >= 0 && io >= 0; r++) {
-		int m, mb, eq, first, fb, hit;
+		int m = -1, first, hit;
 
-		m = chk(c, vtpu_g_reduce(c->g, largest ? VTPU_REDUCE_MAX_OP :
-					 VTPU_REDUCE_MIN_OP, x, 1, red));
-		mb = m < 0 ? m : s.rank > 1 ?
-		     chk(c, vtpu_g_broadcast(c->g, m, s.rank, s.dims, dims)) :
-		     bcast_to(c, m, s.rank, s.dims);
-		eq = mb < 0 ? mb : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, mb));
-		first = eq < 0 ? eq : chk(c, vtpu_g_select(c->g, eq, io,
-					splat(c, (double)s.dims[ax], io)));
-		first = first < 0 ? first : chk(c, vtpu_g_reduce(c->g,
-					VTPU_REDUCE_MIN_OP, first, 1, red));
-		fb = first < 0 ? first : s.rank > 1 ?
-		     chk(c, vtpu_g_broadcast(c->g, first, s.rank, s.dims, dims)) :
-		     bcast_to(c, first, s.rank, s.dims);
-		hit = fb < 0 ? fb : chk(c, vtpu_g_compare(c->g, VTPU_EQ, io, fb));
+		first = arg_extreme(c, x, ax, io, largest, false, &m);
+		hit = unreduce(c, first, &s, ax);
+		hit = hit < 0 ? hit : chk(c, vtpu_g_compare(c->g, VTPU_EQ, io, hit));
 		if (hit < 0)
 			return -EINVAL;
 		/* The taken element can never win again. */
@@ -3371,9 +3341,8 @@ static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
 {
 	struct vtpu_shape s = shape_of(c, x), is;
 	int64_t v, pre, post, k, t[R], kvp[3];
-	int32_t *iota;
 	int y, io, mask, zero;
-	static const int d0[1] = { 0 }, d1[1] = { 1 }, d01[2] = { 0, 1 };
+	static const int d0[1] = { 0 }, d01[2] = { 0, 1 };
 	static const int d12[2] = { 1, 2 }, swap[3] = { 1, 0, 2 };
 	int red[1] = { 1 }, rank = 0;
 
@@ -3404,29 +3373,13 @@ static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
 	x = x < 0 ? x : reshape(c, x, 2, kvp);
 	/* The indices as [K], negative ones from the end. */
 	idx = reshape(c, idx, 1, &k);
-	if (idx >= 0) {
-		int neg = chk(c, vtpu_g_compare(c->g, VTPU_LT, idx, splat(c, 0, idx)));
-
-		idx = neg < 0 ? neg : chk(c, vtpu_g_select(c->g, neg,
-				binary(c, VTPU_ADD, idx, splat(c, (double)v, idx)), idx));
-	}
-	iota = malloc(v * sizeof(*iota));
-	if (!iota)
-		return fail(c, "out of memory");
-	for (int64_t i = 0; i < v; i++)
-		iota[i] = (int32_t)i;
-	{
-		struct vtpu_shape ios = { VTPU_S32, 1, { v } };
-
-		io = chk(c, vtpu_g_constant(c->g, &ios, iota));
-	}
-	free(iota);
-	if (x < 0 || idx < 0 || io < 0)
-		return -EINVAL;
+	idx = wrap_indices(c, idx, v);
 	/* mask[k, v] = idx[k] == v, then the masked sum over v. */
 	kvp[0] = k, kvp[1] = v, kvp[2] = pre * post;
+	io = iota_along(c, v, 2, kvp, 1);
+	if (x < 0 || idx < 0 || io < 0)
+		return -EINVAL;
 	idx = chk(c, vtpu_g_broadcast(c->g, idx, 2, kvp, d0));
-	io = chk(c, vtpu_g_broadcast(c->g, io, 2, kvp, d1));
 	mask = idx < 0 || io < 0 ? -EINVAL :
 	       chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, io));
 	mask = mask < 0 ? mask : chk(c, vtpu_g_broadcast(c->g, mask, 3, kvp, d01));
@@ -3460,7 +3413,7 @@ static int op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 	int x = in(c, n, 0), idx = in(c, n, 1), ax, xmap[R], imap[R], red[1];
 	int64_t e[R], v, total = 1;
 	struct vtpu_shape sx, si;
-	int mask, y, neg;
+	int mask, y;
 
 	(void)d;
 	if (x < 0 || idx < 0)
@@ -3501,9 +3454,7 @@ static int op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 		imap[i] = i <= ax ? i : i + 1;
 		xmap[i] = i < ax ? i : i + 1;
 	}
-	neg = chk(c, vtpu_g_compare(c->g, VTPU_LT, idx, splat(c, 0, idx)));
-	idx = neg < 0 ? neg : chk(c, vtpu_g_select(c->g, neg,
-			binary(c, VTPU_ADD, idx, splat(c, (double)v, idx)), idx));
+	idx = wrap_indices(c, idx, v);
 	idx = idx < 0 ? idx : chk(c, vtpu_g_broadcast(c->g, idx, sx.rank + 1, e,
 						      imap));
 	mask = iota_along(c, v, sx.rank + 1, e, ax + 1);
@@ -3735,59 +3686,76 @@ static int op_tile(struct ctx *c, node_t *n, const struct opdef *d)
  * past the end (or -1), and reduce with min (or max). The device reduces
  * f32 only: indices are exact in f32 up to 2^24, then s32.
  */
+/* @v, reduced over @ax of @sh, broadcast back to @sh's dims. */
+static int unreduce(struct ctx *c, int v, const struct vtpu_shape *sh, int ax)
+{
+	int dims[R];
+
+	if (v < 0 || sh->rank == 1)
+		return v < 0 ? v : bcast_to(c, v, 1, sh->dims);
+	for (int i = 0, k = 0; i < sh->rank; i++)
+		if (i != ax)
+			dims[k++] = i;
+	return chk(c, vtpu_g_broadcast(c->g, v, sh->rank, sh->dims, dims));
+}
+
+/* An f32 iota along @ax of @sh's dims: indices compare exactly to 2^24. */
+static int iota_f32(struct ctx *c, const struct vtpu_shape *sh, int ax)
+{
+	int io;
+
+	if (sh->dims[ax] > (1 << 24))
+		return fail(c, "axis longer than 2^24");
+	io = iota_along(c, sh->dims[ax], sh->rank, sh->dims, ax);
+	return io < 0 ? io : chk(c, vtpu_g_convert(c->g, io, VTPU_F32));
+}
+
+/*
+ * ArgMax/ArgMin, Hardmax and TopK: along @ax of f32 @x, the extreme
+ * (max when @largest) into @value and the first (@last: the last) index
+ * holding it, as f32, both with the axis reduced away. The device has
+ * no arg-reduction: select the index where x equals the extreme, else
+ * past the end (or -1), and reduce that with min (or max). @io is
+ * iota_f32() of @x's shape.
+ */
+static int arg_extreme(struct ctx *c, int x, int ax, int io, bool largest,
+		       bool last, int *value)
+{
+	struct vtpu_shape s = shape_of(c, x);
+	int red[1] = { ax }, m, eq, idx;
+
+	m = chk(c, vtpu_g_reduce(c->g, largest ? VTPU_REDUCE_MAX_OP :
+				 VTPU_REDUCE_MIN_OP, x, 1, red));
+	eq = unreduce(c, m, &s, ax);
+	eq = eq < 0 ? eq : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, eq));
+	if (eq < 0 || io < 0)
+		return -EINVAL;
+	idx = chk(c, vtpu_g_select(c->g, eq, io,
+				   splat(c, last ? -1 : (double)s.dims[ax], io)));
+	*value = m;
+	return idx < 0 ? idx : chk(c, vtpu_g_reduce(c->g, last ?
+				VTPU_REDUCE_MAX_OP : VTPU_REDUCE_MIN_OP, idx, 1, red));
+}
+
+/* ArgMax (arg 1) / ArgMin (arg 0), in f32 (exact to 2^24), then s32. */
 static int op_argmax(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = in(c, n, 0), ax, m, eq, io, none, y, dims[R], red[1];
-	bool last = attr_i(n, "select_last_index", 0) != 0;
+	int x = in(c, n, 0), ax, m, y;
 	struct vtpu_shape s;
-	float *iota;
 
 	if (x < 0)
 		return x;
 	s = shape_of(c, x);
 	if (!s.rank)
 		return fail(c, "input must have an axis");
-	if (s.type == VTPU_S32)	/* compared in f32: exact to 2^24 */
+	if (s.type == VTPU_S32)
 		x = chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
-	if (x < 0)
-		return x;
-	s = shape_of(c, x);
 	ax = axis_norm(c, attr_i(n, "axis", 0), s.rank);
-	if (ax < 0)
-		return ax;
-	red[0] = ax;
-	for (int i = 0, k = 0; i < s.rank; i++)
-		if (i != ax)
-			dims[k++] = i;
-	m = chk(c, vtpu_g_reduce(c->g, d->arg ? VTPU_REDUCE_MAX_OP :
-				 VTPU_REDUCE_MIN_OP, x, 1, red));
-	if (m >= 0 && s.rank > 1)
-		m = chk(c, vtpu_g_broadcast(c->g, m, s.rank, s.dims, dims));
-	else if (m >= 0)
-		m = bcast_to(c, m, s.rank, s.dims);
-	eq = m < 0 ? m : chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, m));
-	iota = malloc(s.dims[ax] * sizeof(*iota));
-	if (!iota)
-		return fail(c, "out of memory");
-	if (s.dims[ax] > (1 << 24)) {
-		free(iota);
-		return fail(c, "axis longer than 2^24");
-	}
-	for (int64_t i = 0; i < s.dims[ax]; i++)
-		iota[i] = (float)i;
-	{
-		struct vtpu_shape is = { VTPU_F32, 1, { s.dims[ax] } };
-
-		io = chk(c, vtpu_g_constant(c->g, &is, iota));
-	}
-	free(iota);
-	io = io < 0 ? io : chk(c, vtpu_g_broadcast(c->g, io, s.rank, s.dims, red));
-	none = io < 0 ? io : splat(c, last ? -1 : (double)s.dims[ax], io);
-	if (eq < 0 || none < 0)
+	if (x < 0 || ax < 0)
 		return -EINVAL;
-	y = chk(c, vtpu_g_select(c->g, eq, io, none));
-	y = y < 0 ? y : chk(c, vtpu_g_reduce(c->g, last ? VTPU_REDUCE_MAX_OP :
-					     VTPU_REDUCE_MIN_OP, y, 1, red));
+	s = shape_of(c, x);
+	y = arg_extreme(c, x, ax, iota_f32(c, &s, ax), d->arg,
+			attr_i(n, "select_last_index", 0) != 0, &m);
 	y = y < 0 ? y : chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
 	if (y >= 0 && attr_i(n, "keepdims", 1)) {
 		s.dims[ax] = 1;

@@ -136,15 +136,18 @@ conformance-check: module $(CONFORMANCE)
 demo: deps module $(RUN_TOOL)
 	@tools/demo.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
 
-# libFuzzer target for the HLO parser (clang); `make fuzz` runs it.
+# libFuzzer targets (clang), linked with the whole compiler.
+FUZZ_LINK = clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
+	-Idriver -Iruntime/compat -ffp-contract=off \
+	-I$(GEN) -o $@ $< $(CC_SRCS) $(GEN)/onnx.pb-c.c $(EXEC_SRCS) \
+	-lxxhash -lprotobuf-c -lpthread -lm
+
+# The HLO parser; `make fuzz` runs it.
 $(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS) \
 		$(ONNX_GEN)
 	@mkdir -p $(@D)
-	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
-		-Idriver -Iruntime/compat -ffp-contract=off \
-		-I$(GEN) -o $@ $< $(CC_SRCS) $(GEN)/onnx.pb-c.c $(EXEC_SRCS) \
-		-lxxhash -lprotobuf-c -lpthread -lm
+	$(FUZZ_LINK)
 
 fuzz: $(HLO_FUZZ)
 	@mkdir -p $(BUILD)/fuzz-corpus
@@ -157,11 +160,7 @@ fuzz: $(HLO_FUZZ)
 $(ONNX_FUZZ): tests/fuzz/onnx_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) \
 		$(EXEC_HDRS) $(ONNX_GEN)
 	@mkdir -p $(@D)
-	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
-		-Idriver -Iruntime/compat -ffp-contract=off \
-		-I$(GEN) -o $@ $< $(CC_SRCS) $(GEN)/onnx.pb-c.c $(EXEC_SRCS) \
-		-lxxhash -lprotobuf-c -lpthread -lm
+	$(FUZZ_LINK)
 
 fuzz-onnx: $(ONNX_FUZZ)
 	@mkdir -p $(BUILD)/onnx-fuzz-corpus $(BUILD)/onnx-fuzz-seeds

@@ -4179,12 +4179,12 @@ static struct cval *tensor(struct ctx *c, const Onnx__TensorProto *t)
 	 * claim billions of elements in a file of a few bytes.
 	 */
 	{
-		size_t have = t->has_raw_data && t->raw_data.len ?
-			      t->raw_data.len / es :
+		bool raw = t->has_raw_data && t->raw_data.len;
+		size_t have = raw ? t->raw_data.len :
 			      ty == VTPU_F32 ? t->n_float_data :
 			      ty == VTPU_S64 ? t->n_int64_data : t->n_int32_data;
 
-		if ((int64_t)have != n) {
+		if (have != (size_t)n * (raw ? es : 1)) {
 			fail(c, "tensor '%s': data does not match %lld elements of %s",
 			     nm, (long long)n, onnx_type_name(t->data_type));
 			return NULL;
@@ -4198,24 +4198,17 @@ static struct cval *tensor(struct ctx *c, const Onnx__TensorProto *t)
 	cv->data = calloc(n ? n : 1, es);
 	if (!cv->data)
 		goto oom;
+	/* Sizes were checked above. */
 	if (t->has_raw_data && t->raw_data.len) {
-		if (t->raw_data.len != (size_t)(n * es))
-			goto size;
 		memcpy(cv->data, t->raw_data.data, n * es);	/* hosts are LE */
 	} else if (ty == VTPU_F32) {
-		if (t->n_float_data != (size_t)n)
-			goto size;
 		if (n)
 			memcpy(cv->data, t->float_data, n * es);
 	} else if (ty == VTPU_S64) {
-		if (t->n_int64_data != (size_t)n)
-			goto size;
 		if (n)
 			memcpy(cv->data, t->int64_data, n * es);
 	} else {
 		/* int32_data carries int32, bool and bf16 bits. */
-		if (t->n_int32_data != (size_t)n)
-			goto size;
 		for (int64_t i = 0; i < n; i++) {
 			int32_t v = t->int32_data[i];
 
@@ -4228,11 +4221,6 @@ static struct cval *tensor(struct ctx *c, const Onnx__TensorProto *t)
 		}
 	}
 	return cv;
-size:
-	cval_free(cv);
-	fail(c, "tensor '%s': data does not match %lld elements of %s", nm,
-	     (long long)n, onnx_type_name(t->data_type));
-	return NULL;
 oom:
 	cval_free(cv);
 	fail(c, "out of memory");

@@ -84,27 +84,6 @@ static yajl_val array(yajl_val obj, const char *key)
 	return yajl_tree_get(obj, path, yajl_t_array);
 }
 
-/* "key:\t<n>" of /proc/self/fdinfo/<fd>, or -1. */
-static long long fdinfo_value(int fd, const char *key)
-{
-	char path[64], line[256];
-	size_t len = strlen(key);
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			v = strtoll(line + len + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 TEST(json_reports_devices_and_this_process)
 {
 	struct drm_vtpu_bo_create hbm, host;
@@ -140,8 +119,8 @@ TEST(json_reports_devices_and_this_process)
 	ASSERT_EQ(0, vtpu_submit(fd, &a, &id));
 	ASSERT_EQ(0, vtpu_job_wait(fd, id, 30, &status));
 	ASSERT_EQ(0, status);
-	client = fdinfo_value(fd, "drm-client-id");
-	engine = fdinfo_value(fd, "drm-engine-vtpu");
+	client = vtpu_fdinfo_value(fd, "drm-client-id");
+	engine = vtpu_fdinfo_value(fd, "drm-engine-vtpu");
 	ASSERT_LT(0, engine);
 
 	out = run_smi("--json --interval 20");

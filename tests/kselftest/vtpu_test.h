@@ -303,6 +303,27 @@ static inline bool vtpu_check_pattern(const void *p, size_t len, __u32 seed)
 	return true;
 }
 
+/* The number after "@key:" in /proc/self/fdinfo/@fd, or -1. */
+static inline long long vtpu_fdinfo_value(int fd, const char *key)
+{
+	char path[64], line[256];
+	size_t len = strlen(key);
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, len) && line[len] == ':') {
+			v = strtoll(line + len + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
 /* Read /sys/class/accel/accel<minor>/device/<attr> as a decimal number. */
 static inline int vtpu_sysfs_u64(int minor, const char *attr, __u64 *val)
 {

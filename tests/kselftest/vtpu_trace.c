@@ -110,27 +110,6 @@ static long long field(const char *line, const char *name)
 	return strtoll(p + strlen(key), NULL, 10);
 }
 
-/* "key:\t<n> <unit>" of /proc/self/fdinfo/<fd>, or -1. */
-static long long fdinfo_value(int fd, const char *key)
-{
-	char path[64], line[256];
-	size_t len = strlen(key);
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			v = strtoll(line + len + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 /* An n x n, @count-MATMUL job with a profile; its id in @id. */
 static int submit_spin(int fd, unsigned int n, unsigned int count,
 		       struct vtpu_buf *bufs, __u64 *id)
@@ -172,7 +151,7 @@ FIXTURE_SETUP(trace)
 {
 	self->fd = vtpu_open(0);
 	ASSERT_LE(0, self->fd) TH_LOG("no vtpu device");
-	self->client = fdinfo_value(self->fd, "drm-client-id");
+	self->client = vtpu_fdinfo_value(self->fd, "drm-client-id");
 	ASSERT_LT(0, (long long)self->client);
 	self->dir = tracefs();
 	ASSERT_NE(NULL, self->dir) TH_LOG("no tracefs: %s", strerror(errno));
@@ -268,9 +247,9 @@ TEST(fdinfo_counts_engine_time_per_file)
 	ASSERT_LE(0, fd);
 	ASSERT_LE(0, other);
 	ASSERT_EQ(0, vtpu_query(fd, &q));
-	EXPECT_EQ(q.core_count, fdinfo_value(fd, "drm-engine-capacity-vtpu"));
-	EXPECT_EQ(0, fdinfo_value(fd, "drm-engine-vtpu"));
-	EXPECT_EQ(0, fdinfo_value(other, "drm-engine-vtpu"));
+	EXPECT_EQ(q.core_count, vtpu_fdinfo_value(fd, "drm-engine-capacity-vtpu"));
+	EXPECT_EQ(0, vtpu_fdinfo_value(fd, "drm-engine-vtpu"));
+	EXPECT_EQ(0, vtpu_fdinfo_value(other, "drm-engine-vtpu"));
 
 	for (int i = 0; i < 2; i++) {
 		struct drm_vtpu_profile *p;
@@ -284,9 +263,9 @@ TEST(fdinfo_counts_engine_time_per_file)
 		run_ns += p->end - p->start;
 	}
 	/* Exactly the two jobs' time on the cores, and only in this file. */
-	after = fdinfo_value(fd, "drm-engine-vtpu");
+	after = vtpu_fdinfo_value(fd, "drm-engine-vtpu");
 	EXPECT_EQ((long long)run_ns, after);
-	EXPECT_EQ(0, fdinfo_value(other, "drm-engine-vtpu"));
+	EXPECT_EQ(0, vtpu_fdinfo_value(other, "drm-engine-vtpu"));
 	for (int i = 0; i < 2; i++)
 		for (int k = 0; k < 3; k++)
 			vtpu_buf_free(fd, &bufs[i][k]);

@@ -63,14 +63,19 @@ static void vtpu_core_trace(void *arg, u32 id)
 {
 	struct vtpu_job *job = arg;
 	struct drm_vtpu_profile *p = job->profile;
+	struct drm_vtpu_profile_trace *t;
 
-	/* SUBMIT sized the buffer for every TRACE of the program. */
-	if (!p)
+	/*
+	 * SUBMIT sized the buffer for every TRACE of the program. The count
+	 * is the job's own: userspace can write the buffer while the job
+	 * runs, so nothing read back from it may steer a write.
+	 */
+	if (!p || job->trace_count >= job->info.trace_count)
 		return;
-	p->trace[p->trace_count].id = id;
-	p->trace[p->trace_count].pad = 0;
-	p->trace[p->trace_count].timestamp = ktime_get_ns();
-	p->trace_count++;
+	t = &p->trace[job->trace_count++];
+	t->id = id;
+	t->pad = 0;
+	t->timestamp = ktime_get_ns();
 }
 
 static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
@@ -90,6 +95,7 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 		u64 now = ktime_get_ns();
 		u64 slice_end = now + VTPU_SLICE_NS;
 		unsigned int n = 0;
+		u64 t;
 
 		*insns = exec.insns;
 		if (atomic_read(&job->abort) || now > deadline)
@@ -98,10 +104,13 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 		kernel_fpu_begin();
 		do {
 			done = vtpu_exec_step(&exec, 1);
-		} while (!done && ++n < VTPU_SLICE_INSNS &&
-			 ktime_get_ns() < slice_end);
+			t = ktime_get_ns();
+		} while (!done && ++n < VTPU_SLICE_INSNS && t < slice_end);
 		kernel_fpu_end();
 
+		/* Only this core's worker writes it. */
+		if (t - now > atomic64_read(&core->section_max_ns))
+			atomic64_set(&core->section_max_ns, t - now);
 		cond_resched();
 	}
 	*insns = exec.insns;
@@ -151,6 +160,7 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 		p->end = end;
 		p->insns = insns;
 		p->status = ret;
+		p->trace_count = job->trace_count;
 	}
 
 	if (ret)
@@ -306,14 +316,40 @@ static int vtpu_cores_show(struct seq_file *m, void *unused)
 	for (i = 0; i < vdev->num_cores; i++) {
 		struct vtpu_core *core = &vdev->cores[i];
 
-		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld\n",
+		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld section_max_ns %lld\n",
 			   i, atomic64_read(&core->jobs),
 			   atomic64_read(&core->timeouts),
-			   atomic64_read(&core->busy_ns));
+			   atomic64_read(&core->busy_ns),
+			   atomic64_read(&core->section_max_ns));
 	}
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(vtpu_cores);
+
+static int vtpu_cores_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, vtpu_cores_show, inode->i_private);
+}
+
+/* Any write resets section_max_ns, so a test can measure one job. */
+static ssize_t vtpu_cores_write(struct file *file, const char __user *buf,
+				size_t len, loff_t *pos)
+{
+	struct vtpu_device *vdev = file_inode(file)->i_private;
+	unsigned int i;
+
+	for (i = 0; i < vdev->num_cores; i++)
+		atomic64_set(&vdev->cores[i].section_max_ns, 0);
+	return len;
+}
+
+static const struct file_operations vtpu_cores_fops = {
+	.owner = THIS_MODULE,
+	.open = vtpu_cores_open,
+	.read = seq_read,
+	.write = vtpu_cores_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
 
 /**
  * vtpu_cores_debugfs_init() - debugfs "cores": per-core counters
@@ -321,6 +357,6 @@ DEFINE_SHOW_ATTRIBUTE(vtpu_cores);
  */
 void vtpu_cores_debugfs_init(struct vtpu_device *vdev)
 {
-	debugfs_create_file("cores", 0444, vdev->drm.debugfs_root, vdev,
+	debugfs_create_file("cores", 0644, vdev->drm.debugfs_root, vdev,
 			    &vtpu_cores_fops);
 }

@@ -30,6 +30,8 @@ struct vtpu_job;
  * @jobs: jobs completed (any status)
  * @timeouts: jobs aborted at the job timeout
  * @busy_ns: time spent executing jobs
+ * @section_max_ns: longest non-preemptible (FPU) section so far; debugfs
+ *	shows it, and writing to debugfs "cores" resets it
  */
 struct vtpu_core {
 	struct vtpu_device *vdev;
@@ -46,6 +48,7 @@ struct vtpu_core {
 	atomic64_t jobs;
 	atomic64_t timeouts;
 	atomic64_t busy_ns;
+	atomic64_t section_max_ns;
 };
 
 int vtpu_cores_init(struct vtpu_device *vdev);

@@ -2,10 +2,13 @@
 /* Copyright (C) 2026 The vtpu authors */
 
 #include <linux/debugfs.h>
+#include <linux/highmem.h>
 #include <linux/iosys-map.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
+#include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -181,12 +184,6 @@ static void vtpu_host_bo_free(struct drm_gem_object *obj)
 
 	vtpu_bo_untrack(bo);
 	atomic64_sub(obj->size, &bo->vdev->host_bytes);
-	if (bo->kvaddr) {
-		struct iosys_map map = IOSYS_MAP_INIT_VADDR(bo->kvaddr);
-
-		drm_gem_vunmap_unlocked(obj, &map);
-	}
-	mutex_destroy(&bo->kmap_lock);
 	drm_gem_shmem_free(&bo->base);
 }
 
@@ -239,7 +236,6 @@ struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 	bo->vdev = vdev;
 	bo->placement = DRM_VTPU_PLACEMENT_HOST;
 	bo->base.base.funcs = &vtpu_host_funcs;
-	mutex_init(&bo->kmap_lock);
 	return &bo->base.base;
 }
 
@@ -257,49 +253,126 @@ static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
 	return bo;
 }
 
-/**
- * vtpu_bo_kvaddr() - kernel address of a whole buffer, for jobs
- * @bo: buffer; the caller holds a reference for as long as it uses the
- *	address
- * @nowait: return ERR_PTR(-EAGAIN) rather than create a mapping
- *
- * HBM is mapped already. A backing-store buffer is pinned and mapped the
- * first time a job uses it, and stays so until it is freed: mapping and
- * unmapping per job would cost a TLB shootdown each. This may sleep and
- * allocate: call it at submit, never while signalling.
- *
- * Return: the address or an ERR_PTR().
- */
-void *vtpu_bo_kvaddr(struct vtpu_bo *bo, bool nowait)
+/* A backing-store page with a reference, allocated if it was a hole. */
+static struct page *vtpu_host_bo_page(struct vtpu_bo *bo, pgoff_t index)
 {
-	struct iosys_map map;
+	struct address_space *mapping = bo->base.base.filp->f_mapping;
+
+	return shmem_read_mapping_page_gfp(mapping, index,
+					   mapping_gfp_mask(mapping));
+}
+
+/**
+ * vtpu_bo_map_range() - pin and map the range of a buffer a job uses
+ * @bo: buffer; the caller holds a reference until vtpu_bo_unmap_range()
+ * @offset: first byte of the range
+ * @size: bytes of the range, nonzero, within the buffer (checked by the
+ *	caller)
+ * @nowait: return -EAGAIN rather than allocate or read pages
+ * @map: receives the mapping
+ *
+ * HBM is mapped already. Of a backing-store buffer only the pages of the
+ * range are pinned, and only while the job holds them: binding 4 KiB of
+ * a 512 MiB buffer must not pin the other 511 MiB until the buffer is
+ * freed, unseen. The pages are charged to the submitter's memory cgroup
+ * if they are new. This may sleep: call it at submit, never while
+ * signalling.
+ *
+ * Return: 0 or -errno.
+ */
+int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
+		      struct vtpu_bo_map *map)
+{
+	pgoff_t first = offset >> PAGE_SHIFT;
+	unsigned long i, n;
+	struct page *page;
 	void *vaddr;
-	int ret;
 
-	if (bo->placement == DRM_VTPU_PLACEMENT_HBM)
-		return bo->vdev->hbm + bo->node.start;
-
-	/* Pairs with the release below: a seen address is fully set up. */
-	vaddr = smp_load_acquire(&bo->kvaddr);
-	if (vaddr)
-		return vaddr;
-	if (nowait)
-		return ERR_PTR(-EAGAIN);
-
-	mutex_lock(&bo->kmap_lock);
-	vaddr = bo->kvaddr;
-	if (!vaddr) {
-		ret = drm_gem_vmap_unlocked(&bo->base.base, &map);
-		if (ret) {
-			vaddr = ERR_PTR(ret);
-		} else {
-			vaddr = map.vaddr;
-			/* Publish only a complete mapping; see above. */
-			smp_store_release(&bo->kvaddr, vaddr);
-		}
+	map->vaddr = NULL;
+	map->pages = NULL;
+	map->npages = 0;
+	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
+		map->vaddr = bo->vdev->hbm + bo->node.start + offset;
+		return 0;
 	}
-	mutex_unlock(&bo->kmap_lock);
-	return vaddr;
+	if (nowait)
+		return -EAGAIN;
+
+	n = ((offset + size - 1) >> PAGE_SHIFT) - first + 1;
+	map->pages = kvmalloc_array(n, sizeof(*map->pages), GFP_KERNEL_ACCOUNT);
+	if (!map->pages)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		page = vtpu_host_bo_page(bo, first + i);
+		if (IS_ERR(page)) {
+			vtpu_bo_unmap_range(map);
+			return PTR_ERR(page);
+		}
+		map->pages[map->npages++] = page;
+	}
+	vaddr = vmap(map->pages, n, VM_MAP, PAGE_KERNEL);
+	if (!vaddr) {
+		vtpu_bo_unmap_range(map);
+		return -ENOMEM;
+	}
+	map->vaddr = vaddr + offset_in_page(offset);
+	return 0;
+}
+
+/**
+ * vtpu_bo_unmap_range() - undo vtpu_bo_map_range()
+ * @map: a mapping it filled (or a zeroed one); may sleep
+ */
+void vtpu_bo_unmap_range(struct vtpu_bo_map *map)
+{
+	unsigned long i;
+
+	if (!map->pages)
+		return;
+	if (map->vaddr)
+		vunmap(PTR_ALIGN_DOWN(map->vaddr, PAGE_SIZE));
+	for (i = 0; i < map->npages; i++)
+		put_page(map->pages[i]);
+	kvfree(map->pages);
+	map->pages = NULL;
+	map->vaddr = NULL;
+}
+
+/**
+ * vtpu_bo_read() - copy a range of a buffer, without mapping it
+ * @bo: buffer
+ * @offset: first byte, range checked by the caller
+ * @dst: where to copy to
+ * @size: bytes
+ * @nowait: return -EAGAIN rather than read backing-store pages
+ *
+ * Return: 0 or -errno.
+ */
+int vtpu_bo_read(struct vtpu_bo *bo, u64 offset, void *dst, size_t size,
+		 bool nowait)
+{
+	struct page *page;
+	size_t n;
+
+	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
+		memcpy(dst, bo->vdev->hbm + bo->node.start + offset, size);
+		return 0;
+	}
+	if (nowait)
+		return -EAGAIN;
+	while (size) {
+		n = min_t(size_t, size, PAGE_SIZE - offset_in_page(offset));
+		page = vtpu_host_bo_page(bo, offset >> PAGE_SHIFT);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		memcpy_from_page(dst, page, offset_in_page(offset), n);
+		put_page(page);
+		dst += n;
+		offset += n;
+		size -= n;
+		cond_resched();
+	}
+	return 0;
 }
 
 static u64 vtpu_bo_device_addr(struct vtpu_bo *bo)
@@ -420,9 +493,9 @@ void vtpu_gem_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 			hbm += obj->size;
 		} else {
 			host += obj->size;
-			/* Backing-store pages exist once mapped or pinned. */
-			if (bo->base.pages)
-				resident += obj->size;
+			/* Pages exist once touched, by a mapping or a job. */
+			resident += (u64)obj->filp->f_mapping->nrpages <<
+				    PAGE_SHIFT;
 		}
 	}
 	spin_unlock(&file->table_lock);

@@ -6,7 +6,6 @@
 
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
-#include <linux/mutex.h>
 
 struct drm_printer;
 struct vtpu_device;
@@ -19,8 +18,6 @@ struct vtpu_device;
  * @placement: DRM_VTPU_PLACEMENT_HBM or DRM_VTPU_PLACEMENT_HOST
  * @node: the buffer's range of HBM (HBM placement only)
  * @link: entry in &vtpu_device.bos
- * @kvaddr: kernel mapping of a backing-store buffer, once a job used it
- * @kmap_lock: serialises creating @kvaddr
  */
 struct vtpu_bo {
 	struct drm_gem_shmem_object base;
@@ -28,8 +25,19 @@ struct vtpu_bo {
 	u32 placement;
 	struct drm_mm_node node;
 	struct list_head link;
-	void *kvaddr;
-	struct mutex kmap_lock; /* Protects creating kvaddr */
+};
+
+/**
+ * struct vtpu_bo_map - a range of a buffer a job uses, pinned and mapped
+ * @vaddr: kernel address of the range's first byte
+ * @pages: the backing-store pages of the range, one reference each;
+ *	NULL for HBM, which is mapped for good
+ * @npages: entries in @pages
+ */
+struct vtpu_bo_map {
+	void *vaddr;
+	struct page **pages;
+	unsigned long npages;
 };
 
 static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)
@@ -37,7 +45,11 @@ static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)
 	return container_of(obj, struct vtpu_bo, base.base);
 }
 
-void *vtpu_bo_kvaddr(struct vtpu_bo *bo, bool nowait);
+int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
+		      struct vtpu_bo_map *map);
+void vtpu_bo_unmap_range(struct vtpu_bo_map *map);
+int vtpu_bo_read(struct vtpu_bo *bo, u64 offset, void *dst, size_t size,
+		 bool nowait);
 
 struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 					      size_t size);

@@ -47,9 +47,16 @@
  * and user memory is read only if resident. Whatever would wait makes the
  * submission fail with -EAGAIN, and io_uring retries it from io-wq.
  */
+static gfp_t vtpu_gfp(bool nowait)
+{
+	/* A job's memory is charged to the submitter's memory cgroup. */
+	return nowait ? GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
+			GFP_KERNEL_ACCOUNT;
+}
+
 static gfp_t vtpu_job_gfp(const struct vtpu_job *job)
 {
-	return job->nowait ? GFP_NOWAIT | __GFP_NOWARN : GFP_KERNEL;
+	return vtpu_gfp(job->nowait);
 }
 
 static int vtpu_job_copy_from_user(const struct vtpu_job *job, void *dst,
@@ -72,14 +79,18 @@ static void vtpu_job_free(struct vtpu_job *job)
 	unsigned int i;
 
 	for (i = 0; i < job->nbos; i++) {
-		if (job->bos[i].bo)
-			drm_gem_object_put(&job->bos[i].bo->base.base);
+		if (!job->bos[i].bo)
+			continue;
+		vtpu_bo_unmap_range(&job->bos[i].map);
+		drm_gem_object_put(&job->bos[i].bo->base.base);
 	}
 	kfree(job->bos);
 	kfree(job->ebind);
 	kvfree(job->prog);
-	if (job->stats)
+	if (job->stats) {
+		atomic_dec(&job->stats->jobs);
 		kref_put(&job->stats->ref, vtpu_file_stats_release);
+	}
 	if (job->hw_fence_init)
 		dma_fence_put(job->hw_fence);
 	else
@@ -90,15 +101,37 @@ static void vtpu_job_free(struct vtpu_job *job)
 		wake_up_var(&vdev->jobs_alive);
 }
 
+/* A timeline point's error is its fence's: chains do not pass it on. */
+static int vtpu_fence_error(struct dma_fence *fence)
+{
+	return dma_fence_chain_contained(fence)->error ?: fence->error;
+}
+
 static struct dma_fence *vtpu_job_run(struct drm_sched_job *sched_job)
 {
 	struct vtpu_job *job = to_vtpu_job(sched_job);
 	struct vtpu_core *core = container_of(sched_job->sched,
 					      struct vtpu_core, sched);
+	struct dma_fence *fence;
+	unsigned long i;
 
 	/* Killed while queued (its file went away): never start it. */
 	if (unlikely(sched_job->s_fence->finished.error))
 		return NULL;
+
+	/*
+	 * Its inputs may be garbage when an in-sync failed: the job never
+	 * runs. Every in-sync has signalled by now: the scheduler waits only
+	 * for its own fences to be scheduled, and userspace never sees those
+	 * (syncobjs get a vtpu_out_fence).
+	 */
+	xa_for_each(&sched_job->dependencies, i, fence) {
+		if (vtpu_fence_error(fence)) {
+			drm_dbg(&job->vdev->drm, "job %llu: an in-sync failed\n",
+				job->id);
+			return ERR_PTR(-ECANCELED);
+		}
+	}
 
 	return vtpu_core_queue_job(core, job);
 }
@@ -142,12 +175,11 @@ const struct drm_sched_backend_ops vtpu_sched_ops = {
 	.free_job = vtpu_job_free_sched,
 };
 
-/* Looks up a buffer and maps it; the job owns both from here on. */
-static int vtpu_job_add_bo(struct vtpu_job *job, struct drm_file *file,
-			   u32 handle, struct vtpu_job_bo *jbo)
+/* Looks up a buffer; the reference is @jbo's from here on. */
+static int vtpu_job_lookup_bo(struct vtpu_job *job, struct drm_file *file,
+			      u32 handle, struct vtpu_job_bo *jbo)
 {
 	struct drm_gem_object *obj;
-	void *vaddr;
 
 	obj = drm_gem_object_lookup(file, handle);
 	if (!obj) {
@@ -155,10 +187,6 @@ static int vtpu_job_add_bo(struct vtpu_job *job, struct drm_file *file,
 		return -ENOENT;
 	}
 	jbo->bo = to_vtpu_bo(obj);
-	vaddr = vtpu_bo_kvaddr(jbo->bo, job->nowait);
-	if (IS_ERR(vaddr))
-		return PTR_ERR(vaddr);
-	jbo->vaddr = vaddr;
 	return 0;
 }
 
@@ -167,6 +195,26 @@ static bool vtpu_range_ok(u64 offset, u64 size, u64 limit)
 	u64 end;
 
 	return size && !check_add_overflow(offset, size, &end) && end <= limit;
+}
+
+/* Looks up a buffer and maps the range the job uses of it. */
+static int vtpu_job_add_bo(struct vtpu_job *job, struct drm_file *file,
+			   u32 handle, u64 offset, u64 size,
+			   struct vtpu_job_bo *jbo)
+{
+	int ret;
+
+	ret = vtpu_job_lookup_bo(job, file, handle, jbo);
+	if (ret)
+		return ret;
+	if (!vtpu_range_ok(offset, size, jbo->bo->base.base.size)) {
+		drm_dbg(&job->vdev->drm,
+			"submit: %llu bytes at %llu outside buffer %u\n",
+			size, offset, handle);
+		return -EINVAL;
+	}
+	return vtpu_bo_map_range(jbo->bo, offset, size, job->nowait,
+				 &jbo->map);
 }
 
 static int vtpu_job_copy_program(struct vtpu_job *job, struct drm_file *file,
@@ -182,9 +230,9 @@ static int vtpu_job_copy_program(struct vtpu_job *job, struct drm_file *file,
 		return -EINVAL;
 	}
 
-	ret = vtpu_job_add_bo(job, file, args->program_handle, &jbo);
+	ret = vtpu_job_lookup_bo(job, file, args->program_handle, &jbo);
 	if (ret)
-		goto out;
+		return ret;
 	if (!vtpu_range_ok(args->program_offset, args->program_size,
 			   jbo.bo->base.base.size)) {
 		drm_dbg(drm, "submit: program outside its buffer\n");
@@ -198,11 +246,10 @@ static int vtpu_job_copy_program(struct vtpu_job *job, struct drm_file *file,
 		ret = -ENOMEM;
 		goto out;
 	}
-	memcpy(job->prog, jbo.vaddr + args->program_offset,
-	       args->program_size);
+	ret = vtpu_bo_read(jbo.bo, args->program_offset, job->prog,
+			   args->program_size, job->nowait);
 out:
-	if (jbo.bo)
-		drm_gem_object_put(&jbo.bo->base.base);
+	drm_gem_object_put(&jbo.bo->base.base);
 	return ret;
 }
 
@@ -235,16 +282,11 @@ static int vtpu_job_bind(struct vtpu_job *job, struct drm_file *file,
 			ret = -EINVAL;
 			goto out;
 		}
-		ret = vtpu_job_add_bo(job, file, b[i].handle, jbo);
+		ret = vtpu_job_add_bo(job, file, b[i].handle, b[i].offset,
+				      b[i].size, jbo);
 		if (ret)
 			goto out;
-		if (!vtpu_range_ok(b[i].offset, b[i].size,
-				   jbo->bo->base.base.size)) {
-			drm_dbg(drm, "submit: binding %u outside its buffer\n", i);
-			ret = -EINVAL;
-			goto out;
-		}
-		job->ebind[i].data = jbo->vaddr + b[i].offset;
+		job->ebind[i].data = jbo->map.vaddr;
 		job->ebind[i].size = b[i].size;
 		desc[i].size = b[i].size;
 		desc[i].access = (flags & DRM_VTPU_BIND_READ ? VTPU_ACCESS_READ : 0) |
@@ -286,16 +328,13 @@ static int vtpu_job_add_profile(struct vtpu_job *job, struct drm_file *file,
 	if (!IS_ALIGNED(args->profile_offset, 8))
 		return -EINVAL;
 
-	ret = vtpu_job_add_bo(job, file, args->profile_handle, jbo);
+	/* The core writes this much, and nothing past it. */
+	need = struct_size(job->profile, trace, job->info.trace_count);
+	ret = vtpu_job_add_bo(job, file, args->profile_handle,
+			      args->profile_offset, need, jbo);
 	if (ret)
 		return ret;
-	need = struct_size(job->profile, trace, job->info.trace_count);
-	if (!vtpu_range_ok(args->profile_offset, need, jbo->bo->base.base.size)) {
-		drm_dbg(&job->vdev->drm, "submit: profile needs %llu bytes\n",
-			need);
-		return -EINVAL;
-	}
-	job->profile = jbo->vaddr + args->profile_offset;
+	job->profile = jbo->map.vaddr;
 	return 0;
 }
 
@@ -322,13 +361,20 @@ static int vtpu_job_add_in_syncs(struct vtpu_job *job, struct drm_file *file,
 	if (ret)
 		goto out;
 	for (i = 0; i < args->in_sync_count; i++) {
+		struct dma_fence *fence;
+
 		if (syncs[i].flags) {
 			ret = -EINVAL;
 			goto out;
 		}
-		ret = drm_sched_job_add_syncobj_dependency(&job->base, file,
-							   syncs[i].handle,
-							   syncs[i].point);
+		/*
+		 * Not drm_sched_job_add_syncobj_dependency(): it takes the
+		 * point as a u32 and would wait for the wrong one.
+		 */
+		ret = drm_syncobj_find_fence(file, syncs[i].handle,
+					     syncs[i].point, 0, &fence);
+		if (!ret)
+			ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret) {
 			drm_dbg(&job->vdev->drm, "submit: in-sync %u: %d\n",
 				syncs[i].handle, ret);
@@ -358,20 +404,102 @@ static int vtpu_submit_check(struct drm_device *drm,
 	return 0;
 }
 
+/*
+ * The fence an out-syncobj receives. Not the scheduler's finished fence:
+ * that one points into the device's scheduler and gpu-sched's slab, and
+ * a sync_file holding it would not keep vtpu.ko loaded. This fence is
+ * vtpu.ko's, holds a module reference until it is freed, and follows the
+ * finished fence, error included.
+ */
+struct vtpu_out_fence {
+	struct dma_fence base;	/* first: dma_fence_free() frees the whole */
+	spinlock_t lock;	/* Protects base */
+	struct dma_fence_cb cb;
+};
+
+static const char *vtpu_out_fence_driver_name(struct dma_fence *fence)
+{
+	return VTPU_DRIVER_NAME;
+}
+
+static const char *vtpu_out_fence_timeline_name(struct dma_fence *fence)
+{
+	return "vtpu-job";
+}
+
+static void vtpu_out_fence_release(struct dma_fence *fence)
+{
+	dma_fence_free(fence);
+	/* Last, so that no code of the module runs after it (a tail call). */
+	module_put(THIS_MODULE);
+}
+
+static const struct dma_fence_ops vtpu_out_fence_ops = {
+	.get_driver_name = vtpu_out_fence_driver_name,
+	.get_timeline_name = vtpu_out_fence_timeline_name,
+	.release = vtpu_out_fence_release,
+};
+
+static struct dma_fence *vtpu_out_fence_create(gfp_t gfp)
+{
+	struct vtpu_out_fence *of;
+
+	of = kzalloc(sizeof(*of), gfp);
+	if (!of)
+		return NULL;
+	spin_lock_init(&of->lock);
+	/* Jobs end in any order: each fence is its own timeline. */
+	dma_fence_init(&of->base, &vtpu_out_fence_ops, &of->lock,
+		       dma_fence_context_alloc(1), 1);
+	/* The caller is in an ioctl of this module: it is loaded. */
+	__module_get(THIS_MODULE);
+	return &of->base;
+}
+
+static void vtpu_out_fence_cb(struct dma_fence *done, struct dma_fence_cb *cb)
+{
+	struct vtpu_out_fence *of = container_of(cb, struct vtpu_out_fence, cb);
+
+	if (done->error)
+		dma_fence_set_error(&of->base, done->error);
+	dma_fence_signal(&of->base);
+	dma_fence_put(&of->base);
+}
+
+/* @out follows @done from now on; takes its own reference on @out. */
+static void vtpu_out_fence_follow(struct dma_fence *out, struct dma_fence *done)
+{
+	struct vtpu_out_fence *of = container_of(out, struct vtpu_out_fence,
+						 base);
+
+	dma_fence_get(out);
+	if (dma_fence_add_callback(done, &of->cb, vtpu_out_fence_cb))
+		vtpu_out_fence_cb(done, &of->cb);
+}
+
 static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
+				       struct vtpu_file *vfile,
 				       const struct drm_vtpu_submit *args,
 				       bool nowait)
 {
-	gfp_t gfp = nowait ? GFP_NOWAIT | __GFP_NOWARN : GFP_KERNEL;
+	gfp_t gfp = vtpu_gfp(nowait);
 	struct vtpu_job *job;
 
 	job = kzalloc(sizeof(*job), gfp);
 	if (!job)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	job->vdev = vdev;
 	job->nowait = nowait;
 	INIT_LIST_HEAD(&job->node);
 	atomic_inc(&vdev->jobs_alive);
+
+	/* Counted until freed, whichever path submitted it. */
+	kref_get(&vfile->stats->ref);
+	job->stats = vfile->stats;
+	if (atomic_inc_return(&job->stats->jobs) > DRM_VTPU_MAX_JOBS) {
+		vtpu_job_free(job);
+		return ERR_PTR(-EBUSY);
+	}
 
 	/* One slot per binding, plus the profile buffer. */
 	job->nbos = args->binding_count + 1;
@@ -380,7 +508,7 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), gfp);
 	if (!job->bos || !job->ebind || !job->hw_fence) {
 		vtpu_job_free(job);
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	}
 	return job;
 }
@@ -411,6 +539,7 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	struct vtpu_binding_desc *desc = NULL;
 	struct dma_fence_chain *chain = NULL;
 	struct drm_syncobj *out_sync = NULL;
+	struct dma_fence *out_fence = NULL;
 	bool record = !done_out;
 	struct dma_fence *done;
 	struct vtpu_job *job;
@@ -425,9 +554,11 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	if (WARN_ON(nowait && record))
 		return -EINVAL;
 
-	job = vtpu_job_alloc(vdev, args, nowait);
-	if (!job)
-		return nowait ? -EAGAIN : -ENOMEM;
+	job = vtpu_job_alloc(vdev, vfile, args, nowait);
+	if (IS_ERR(job)) {
+		ret = PTR_ERR(job);
+		return nowait && ret == -ENOMEM ? -EAGAIN : ret;
+	}
 	job->queued = ktime_get_ns();
 
 	desc = kcalloc(args->binding_count + 1, sizeof(*desc),
@@ -465,6 +596,11 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 			ret = -ENOENT;
 			goto err_cleanup;
 		}
+		out_fence = vtpu_out_fence_create(vtpu_job_gfp(job));
+		if (!out_fence) {
+			ret = -ENOMEM;
+			goto err_cleanup;
+		}
 		if (args->out_sync_point) {
 			ret = -EAGAIN;
 			if (nowait)
@@ -480,8 +616,6 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	id = atomic64_inc_return(&vfile->next_id);
 	job->id = id;
 	job->client = file->client_id;
-	kref_get(&vfile->stats->ref);
-	job->stats = vfile->stats;
 	if (record) {
 		/* Reserve the slot now: the fence exists only once armed. */
 		if (atomic_inc_return(&vfile->nrecords) > VTPU_MAX_JOB_RECORDS) {
@@ -509,25 +643,30 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	else
 		*done_out = dma_fence_get(done);
 	if (out_sync) {
+		vtpu_out_fence_follow(out_fence, done);
 		if (chain)
-			drm_syncobj_add_point(out_sync, chain, done,
+			drm_syncobj_add_point(out_sync, chain, out_fence,
 					      args->out_sync_point);
 		else
-			drm_syncobj_replace_fence(out_sync, done);
+			drm_syncobj_replace_fence(out_sync, out_fence);
 	}
 	trace_vtpu_job_submit(vdev->index, job->client, id, job->info.insn_count,
 			      args->binding_count, !record);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&vfile->submit_lock);
 
-	if (out_sync)
+	if (out_sync) {
+		dma_fence_put(out_fence);
 		drm_syncobj_put(out_sync);
+	}
 	kfree(desc);
 	args->job_id = id;
 	return 0;
 
 err_cleanup:
 	dma_fence_chain_free(chain);
+	if (out_fence)
+		dma_fence_put(out_fence);
 	if (out_sync)
 		drm_syncobj_put(out_sync);
 	drm_sched_job_cleanup(&job->base);
@@ -623,8 +762,14 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 	struct dma_fence *fence;
 	unsigned long id;
 
-	/* Queued jobs are killed; a running one finishes or times out. */
-	drm_sched_entity_destroy(&vfile->entity);
+	/*
+	 * The owner is gone: queued jobs are killed (-ESRCH), a running one
+	 * finishes or times out. Not drm_sched_entity_destroy(), whose flush
+	 * waits for the queue to drain unless the closing task is exiting;
+	 * the last close may come from a kworker (io_uring's ring teardown,
+	 * a dma-buf's last reference), which would wait for every queued job.
+	 */
+	drm_sched_entity_fini(&vfile->entity);
 
 	xa_for_each(&vfile->jobs, id, fence) {
 		if (!xa_is_value(fence))

@@ -12,6 +12,7 @@
 #include <drm/gpu_scheduler.h>
 
 #include "vtpu_exec.h"
+#include "vtpu_gem.h"
 
 struct drm_printer;
 struct drm_vtpu_profile;
@@ -24,10 +25,13 @@ struct vtpu_device;
  * @ref: the file's reference and one per job; a job may still be running
  *	when its file is closed
  * @engine_ns: time the file's finished jobs spent executing on cores
+ * @jobs: the file's jobs not yet freed (queued, running or ending), at
+ *	most DRM_VTPU_MAX_JOBS
  */
 struct vtpu_file_stats {
 	struct kref ref;
 	atomic64_t engine_ns;
+	atomic_t jobs;
 };
 
 /**
@@ -49,13 +53,13 @@ struct vtpu_file {
 };
 
 /**
- * struct vtpu_job_bo - a buffer a job holds, with its kernel mapping
+ * struct vtpu_job_bo - a buffer a job holds, with the range it uses
  * @bo: the buffer (a reference)
- * @vaddr: kernel address of the whole buffer
+ * @map: the range the job uses, pinned and mapped
  */
 struct vtpu_job_bo {
 	struct vtpu_bo *bo;
-	void *vaddr;
+	struct vtpu_bo_map map;
 };
 
 /**
@@ -67,7 +71,9 @@ struct vtpu_job_bo {
  * @bos: bound buffers, then the profile buffer if any
  * @nbos: entries in @bos
  * @ebind: the bindings as the executor sees them
- * @profile: where the profile goes, inside the profile buffer, or NULL
+ * @profile: where the profile goes, inside the profile buffer, or NULL;
+ *	userspace may write there too, so the kernel only ever writes it
+ * @trace_count: TRACE records written to @profile so far
  * @hw_fence: signalled by the core when the job ends
  * @hw_fence_init: @hw_fence was initialised by run_job
  * @node: entry in &vtpu_core.queue
@@ -87,6 +93,7 @@ struct vtpu_job {
 	unsigned int nbos;
 	struct vtpu_exec_binding *ebind;
 	struct drm_vtpu_profile *profile;
+	u32 trace_count;
 	struct dma_fence *hw_fence;
 	bool hw_fence_init;
 	struct list_head node;

@@ -11,9 +11,11 @@
  * the job and hooks a callback on its finished fence. Either that
  * callback or the cancellation of the command wins a cmpxchg on the
  * request's state; the winner completes the io_uring command, exactly
- * once. The request itself is freed by the fence side, which always
- * runs, so a cancelled command never leaves a callback pointing at
- * freed memory.
+ * once, and frees the request only after io_uring_cmd_done() has taken
+ * the command off the ring's cancelable list: a cancellation walking
+ * that list must never find a freed request. A cancelled command's
+ * request is freed by the fence side, which always runs, so no callback
+ * is left pointing at freed memory.
  */
 
 #include <linux/dma-fence.h>
@@ -80,16 +82,13 @@ static u64 vtpu_uring_res2(struct vtpu_uring_req *req)
 	return (min_t(u64, us, U32_MAX) << 32) | lower_32_bits(req->job_id);
 }
 
-/* Completes the command with the job's result and frees the request. */
+/* Completes the command with the job's result, then frees the request. */
 static void vtpu_uring_complete(struct vtpu_uring_req *req,
 				unsigned int issue_flags)
 {
-	struct io_uring_cmd *cmd = req->cmd;
-	int status = req->done->error;
-	u64 res2 = vtpu_uring_res2(req);
-
+	io_uring_cmd_done(req->cmd, req->done->error, vtpu_uring_res2(req),
+			  issue_flags);
 	vtpu_uring_req_free(req);
-	io_uring_cmd_done(cmd, status, res2, issue_flags);
 }
 
 static void vtpu_uring_task_done(struct io_uring_cmd *cmd,
@@ -127,6 +126,22 @@ static int vtpu_uring_cancel(struct io_uring_cmd *cmd,
 }
 
 /*
+ * SQE fields the commands do not use must be zero, so that they can be
+ * given a meaning later. io_uring itself checks the rest (__pad1, the
+ * uring_cmd flags); registered buffers mean nothing to these commands.
+ */
+static int vtpu_uring_check_sqe(const struct io_uring_cmd *cmd)
+{
+	const struct io_uring_sqe *sqe = cmd->sqe;
+
+	if (cmd->flags & IORING_URING_CMD_FIXED || READ_ONCE(sqe->addr) ||
+	    READ_ONCE(sqe->len) || READ_ONCE(sqe->buf_index) ||
+	    READ_ONCE(sqe->file_index))
+		return -EINVAL;
+	return 0;
+}
+
+/*
  * Copies the request out of the SQE (shared with userspace, so every
  * field is read once) or, for the _PTR form, out of user memory.
  */
@@ -137,6 +152,11 @@ static int vtpu_uring_copy_args(struct io_uring_cmd *cmd,
 	const struct drm_vtpu_uring_submit_ptr *ptr;
 	const struct drm_vtpu_submit *sqe_args;
 	u64 uptr;
+	int ret;
+
+	ret = vtpu_uring_check_sqe(cmd);
+	if (ret)
+		return ret;
 
 	switch (cmd->cmd_op) {
 	case DRM_VTPU_URING_SUBMIT:

@@ -37,8 +37,13 @@ extern "C" {
 #endif
 
 /* uAPI version reported by DRM_IOCTL_VERSION (major.minor). */
+/*
+ * 1.1: at most DRM_VTPU_MAX_JOBS jobs per file; a failed in-sync cancels
+ * the job; unused io_uring SQE fields must be zero; the out-syncobj's
+ * fence keeps the module loaded.
+ */
 #define DRM_VTPU_UAPI_MAJOR		1
-#define DRM_VTPU_UAPI_MINOR		0
+#define DRM_VTPU_UAPI_MINOR		1
 
 #define DRM_VTPU_QUERY			0x00
 #define DRM_VTPU_BO_CREATE		0x01
@@ -223,6 +228,12 @@ struct drm_vtpu_sync {
 /* Most in-fences and bindings one SUBMIT takes. */
 #define DRM_VTPU_MAX_IN_SYNCS		64
 #define DRM_VTPU_MAX_BINDINGS		64
+/*
+ * Most jobs one open file may have queued, running or not yet released,
+ * whichever way they were submitted (their memory is charged to the
+ * submitter's memory cgroup too).
+ */
+#define DRM_VTPU_MAX_JOBS		1024
 
 /**
  * struct drm_vtpu_submit - run a program on one of the device's cores
@@ -231,16 +242,22 @@ struct drm_vtpu_sync {
  * completely, with the bindings' sizes and access rights, before the job
  * is queued; nothing runs unless all of it is valid. The job waits for
  * @in_syncs, runs on whichever core of the device is free first, then
- * signals @out_sync. The job's id can be waited on with
- * DRM_IOCTL_VTPU_JOB_WAIT until a wait reports its completion.
+ * signals @out_sync. If an in-sync's fence carries an error, the job does
+ * not run and ends with -ECANCELED. When its file is closed (or its
+ * owner killed), a job not yet started is not run and ends with -ESRCH;
+ * a running one runs to its end. The fence @out_sync receives keeps
+ * vtpu.ko loaded for as long as it exists (a sync_file, say). The job's
+ * id can be waited on with DRM_IOCTL_VTPU_JOB_WAIT until a wait reports
+ * its completion. Only the bound ranges of backing-store buffers are
+ * pinned, and only while the job holds them.
  *
  * Errors: -EINVAL nonzero @flags or padding, bad sync/binding flags, a
  * range outside its buffer, a program that fails validation (the reason
  * goes to the kernel log at debug level), a too small profile buffer;
  * -E2BIG more than DRM_VTPU_MAX_BINDINGS bindings or
  * DRM_VTPU_MAX_IN_SYNCS in-syncs; -ENOENT unknown buffer or syncobj
- * handle; -EBUSY too many un-waited jobs on this file (wait some);
- * -ENOMEM.
+ * handle; -EBUSY DRM_VTPU_MAX_JOBS jobs of this file not yet ended, or
+ * too many un-waited jobs on this file (wait some); -ENOMEM.
  */
 struct drm_vtpu_submit {
 	/** @flags: Input. Must be zero. */
@@ -343,7 +360,8 @@ struct drm_vtpu_job_wait {
 	/**
 	 * @status: Output. 0 when the job succeeded, else its -errno:
 	 * -ETIMEDOUT (ran past the job timeout and was aborted), -ECANCELED
-	 * or -ENOENT (never ran: its file was closed or an in-sync failed).
+	 * (never ran: an in-sync failed), -ESRCH (never ran: its file was
+	 * closed first).
 	 */
 	__s32 status;
 };
@@ -358,6 +376,9 @@ struct drm_vtpu_job_wait {
  * DRM_VTPU_URING_SUBMIT_PTR works on any ring: sqe->cmd holds a
  * struct drm_vtpu_uring_submit_ptr naming the request in user memory;
  * it is read before the submission's io_uring_enter() returns.
+ * SQE fields these commands do not use (addr, len, buf_index,
+ * file_index) must be zero, and registered buffers
+ * (IORING_URING_CMD_FIXED) are refused: -EINVAL.
  *
  * The CQE is posted when the job ends, not when it is queued:
  *   res     0 when the job succeeded, else its -errno (as JOB_WAIT's
@@ -366,7 +387,9 @@ struct drm_vtpu_job_wait {
  *           the job id, bits 32-63 the time the job spent on its core in
  *           microseconds, saturated at 0xffffffff
  * Commands still in flight when their ring goes away complete with
- * -ECANCELED; their jobs run to their end and release everything.
+ * -ECANCELED; their jobs end as SUBMIT describes (a running job runs to
+ * its end; once the file is closed, queued ones never start) and release
+ * everything.
  * IORING_SETUP_IOPOLL rings are refused with -EOPNOTSUPP.
  */
 #define DRM_VTPU_URING_SUBMIT \

@@ -133,6 +133,12 @@ conformance: $(CONFORMANCE)
 conformance-check: module $(CONFORMANCE)
 	@tools/conformance.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
 
+# Real models exported by torch.onnx (tools/zoo/export.py, cached in
+# BUILD/zoo) on the host backend, checked against PyTorch's outputs.
+.PHONY: zoo
+zoo: $(RUN_TOOL)
+	@tools/zoo/zoo.sh $(BUILD) $(ZOO_MODELS)
+
 demo: deps module $(RUN_TOOL)
 	@tools/demo.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
 

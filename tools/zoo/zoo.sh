@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The zoo suite: real models exported by torch.onnx (tools/zoo/export.py)
+# run with vtpu-run on the host backend and compared with PyTorch's
+# outputs: the error, max|y - ref| / max|ref| over every output of every
+# input set, must be at most 1e-3. Prints one line per model,
+#   zoo/<model>: ok rel err E (opset N, M ms)
+# and "zoo: N passed, N failed, N skipped". A model refused only because
+# its constants exceed what a program may carry is reported as waiting
+# on resident executables (skipped, never silently). Models listed in
+# tools/zoo/xfail are expected to fail (XFAIL, skipped); one that passes
+# is XPASS, a failure: take it off the list.
+#
+# The exports are cached in BUILD/zoo, keyed by export.py and the torch
+# and torchvision versions: a changed script exports again.
+# Usage: tools/zoo/zoo.sh BUILD [MODEL...]
+set -uo pipefail
+build=$1
+shift
+top=$(cd "$(dirname "$0")/../.." && pwd)
+run=$build/bin/vtpu-run
+tol=1e-3
+repeat=${ZOO_REPEAT:-3}
+
+key=$( { cat "$top/tools/zoo/export.py"
+	 dpkg-query -W -f='${Version}\n' python3-torch python3-torchvision; } |
+	sha256sum | cut -c1-16)
+models=$build/zoo/export-$key
+if [ ! -f "$models/MANIFEST" ]; then
+	rm -rf "$build"/zoo/export-* && mkdir -p "$build/zoo"
+	start=$(date +%s)
+	if ! /usr/bin/python3 "$top/tools/zoo/export.py" "$models.tmp" \
+		> "$build/zoo/export.log" 2>&1; then
+		cat "$build/zoo/export.log"
+		echo "zoo: 0 passed, 1 failed, 0 skipped"
+		exit 1
+	fi
+	mv "$models.tmp" "$models"
+	echo "zoo: exported the models in $(($(date +%s) - start)) s"
+fi
+out=$build/zoo/out
+xfail=$top/tools/zoo/xfail
+rm -rf "$out" && mkdir -p "$out"
+
+pass=0 fail=0 skip=0
+verdict() {	# MODEL ok|FAIL MESSAGE: counted, with the xfail list applied
+	local m=$1 ok=$2 msg=$3 why
+	why=$(awk -v m="$m" '$1 == m { $1 = ""; sub(/^ +/, ""); print }' "$xfail")
+	if [ -n "$why" ] && [ "$ok" = ok ]; then
+		echo "zoo/$m: XPASS $msg (listed in tools/zoo/xfail: take it off)"
+		fail=$((fail + 1))
+	elif [ -n "$why" ]; then
+		echo "zoo/$m: XFAIL $msg"
+		skip=$((skip + 1))
+	elif [ "$ok" = ok ]; then
+		echo "zoo/$m: ok $msg"
+		pass=$((pass + 1))
+	else
+		echo "zoo/$m: FAIL $msg"
+		fail=$((fail + 1))
+	fi
+}
+
+check() {	# MODEL: every input set of it, one verdict line
+	local m=$1 d=$models/$1 worst=0 ms= opset set args log line e t
+	opset=$(sed -n 's/^opset //p' "$d/info")
+	for set in "$d"/test_data_set_*; do
+		args=()
+		for f in "$set"/input_*.npy; do args+=(-i "$f"); done
+		for f in "$set"/output_*.npy; do args+=(-e "$f"); done
+		log=$out/$m.$(basename "$set").log
+		mkdir -p "$out/$m/$(basename "$set")"
+		"$run" -b host -q -n "$repeat" -o "$out/$m/$(basename "$set")" \
+			"${args[@]}" "$d/model.onnx" > "$log" 2>&1
+		if grep -qE 'constants: [0-9]+ bytes, the limit is' "$log"; then
+			echo "zoo/$m: skipped: waits on resident executables ($(grep -oE 'constants: .*' "$log" | head -1))"
+			skip=$((skip + 1))
+			return
+		fi
+		# vtpu-run's own verdict is elementwise; ours is the error
+		# relative to the largest reference value.
+		line=$(grep -c ' of max|expected|' "$log")
+		if [ "$line" != "$(ls "$set"/output_*.npy | wc -l)" ]; then
+			verdict "$m" FAIL "($(basename "$set")): $(grep '^vtpu-run: ' "$log" |
+				tail -1 | sed 's|^vtpu-run: [^:]*: ||')"
+			return
+		fi
+		for e in $(sed -nE 's/.*, ([^ ]+) of max\|expected\|.*/\1/p' "$log"); do
+			worst=$(awk -v a="$worst" -v b="$e" 'BEGIN { print (b > a || b != b) ? b : a }')
+		done
+		t=$(sed -nE 's/.*; run ([0-9.]+) ms.*/\1/p' "$log")
+		ms=${ms:+$ms/}$t
+	done
+	if awk -v e="$worst" -v t="$tol" 'BEGIN { exit !(e <= t) }'; then
+		verdict "$m" ok "rel err $worst (opset $opset, $ms ms)"
+	else
+		verdict "$m" FAIL "rel err $worst > $tol (opset $opset, $ms ms)"
+	fi
+}
+
+start=$(date +%s)
+for m in ${*:-$(cat "$models/MANIFEST")}; do
+	if [ ! -d "$models/$m" ]; then
+		echo "zoo/$m: FAIL: no such model in $models"
+		fail=$((fail + 1))
+		continue
+	fi
+	check "$m"
+done
+echo "zoo: host run took $(($(date +%s) - start)) s"
+echo "zoo: $pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]

@@ -147,6 +147,7 @@ int vtpu_ioctl_query(struct drm_device *drm, void *data,
 	args->timestamp_unit_ns = 1;
 	args->pad2 = 0;
 	args->features = DRM_VTPU_FEATURE_HBM | DRM_VTPU_FEATURE_HOST |
+			 DRM_VTPU_FEATURE_PROGRAM |
 			 DRM_VTPU_FEATURE_SUBMIT | DRM_VTPU_FEATURE_SYNCOBJ;
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include "vtpu_drv.h"
 #include "vtpu_gem.h"
 #include "vtpu_job.h"
+#include "vtpu_program.h"
 #include "vtpu_uring.h"
 
 #define VTPU_MAX_DEVICES	16
@@ -67,6 +68,8 @@ static const struct drm_ioctl_desc vtpu_ioctls[] = {
 	VTPU_IOCTL(BO_INFO, bo_info),
 	VTPU_IOCTL(SUBMIT, submit),
 	VTPU_IOCTL(JOB_WAIT, job_wait),
+	VTPU_IOCTL(PROGRAM_CREATE, program_create),
+	VTPU_IOCTL(PROGRAM_DESTROY, program_destroy),
 };
 
 static const struct file_operations vtpu_fops = {

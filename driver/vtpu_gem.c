@@ -253,13 +253,23 @@ static struct vtpu_bo *vtpu_host_bo_create(struct vtpu_device *vdev, u64 size)
 	return bo;
 }
 
-/* A backing-store page with a reference, allocated if it was a hole. */
-static struct page *vtpu_host_bo_page(struct vtpu_bo *bo, pgoff_t index)
+/*
+ * A backing-store page with a reference, allocated if it was a hole.
+ * @nowait: only a page already in memory, found without sleeping.
+ */
+static struct page *vtpu_host_bo_page(struct vtpu_bo *bo, pgoff_t index,
+				      bool nowait)
 {
 	struct address_space *mapping = bo->base.base.filp->f_mapping;
+	struct folio *folio;
 
-	return shmem_read_mapping_page_gfp(mapping, index,
-					   mapping_gfp_mask(mapping));
+	if (!nowait)
+		return shmem_read_mapping_page_gfp(mapping, index,
+						   mapping_gfp_mask(mapping));
+	folio = filemap_get_folio(mapping, index);
+	if (IS_ERR(folio))
+		return ERR_PTR(-EAGAIN);
+	return folio_file_page(folio, index);
 }
 
 /**
@@ -303,7 +313,7 @@ int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
 	if (!map->pages)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		page = vtpu_host_bo_page(bo, first + i);
+		page = vtpu_host_bo_page(bo, first + i, false);
 		if (IS_ERR(page)) {
 			vtpu_bo_unmap_range(map);
 			return PTR_ERR(page);
@@ -344,7 +354,8 @@ void vtpu_bo_unmap_range(struct vtpu_bo_map *map)
  * @offset: first byte, range checked by the caller
  * @dst: where to copy to
  * @size: bytes
- * @nowait: return -EAGAIN rather than read backing-store pages
+ * @nowait: return -EAGAIN rather than wait for a backing-store page
+ *	that is not in memory
  *
  * Return: 0 or -errno.
  */
@@ -358,11 +369,9 @@ int vtpu_bo_read(struct vtpu_bo *bo, u64 offset, void *dst, size_t size,
 		memcpy(dst, bo->vdev->hbm + bo->node.start + offset, size);
 		return 0;
 	}
-	if (nowait)
-		return -EAGAIN;
 	while (size) {
 		n = min_t(size_t, size, PAGE_SIZE - offset_in_page(offset));
-		page = vtpu_host_bo_page(bo, offset >> PAGE_SHIFT);
+		page = vtpu_host_bo_page(bo, offset >> PAGE_SHIFT, nowait);
 		if (IS_ERR(page))
 			return PTR_ERR(page);
 		memcpy_from_page(dst, page, offset_in_page(offset), n);
@@ -370,7 +379,8 @@ int vtpu_bo_read(struct vtpu_bo *bo, u64 offset, void *dst, size_t size,
 		dst += n;
 		offset += n;
 		size -= n;
-		cond_resched();
+		if (!nowait)
+			cond_resched();
 	}
 	return 0;
 }

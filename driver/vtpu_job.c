@@ -27,6 +27,7 @@
 #include "vtpu_drv.h"
 #include "vtpu_gem.h"
 #include "vtpu_job.h"
+#include "vtpu_program.h"
 #include "vtpu_trace.h"
 
 /*
@@ -34,12 +35,6 @@
  * that never waits must not grow kernel memory without bound.
  */
 #define VTPU_MAX_JOB_RECORDS	16384
-
-/* Largest program: header, VTPU_MAX_INSNS instructions and both sections. */
-#define VTPU_MAX_PROG_SIZE \
-	(sizeof(struct vtpu_prog_header) + \
-	 (u64)VTPU_MAX_INSNS * sizeof(struct vtpu_insn) + \
-	 VTPU_MAX_CONST_SIZE + VTPU_MAX_META_SIZE)
 
 /*
  * Submissions from io_uring's first, non-blocking attempt must not wait
@@ -87,6 +82,7 @@ static void vtpu_job_free(struct vtpu_job *job)
 	kfree(job->bos);
 	kfree(job->ebind);
 	kvfree(job->prog);
+	vtpu_program_put(job->program);
 	if (job->stats) {
 		atomic_dec(&job->stats->jobs);
 		kref_put(&job->stats->ref, vtpu_file_stats_release);
@@ -313,6 +309,43 @@ static int vtpu_job_validate(struct vtpu_job *job,
 	return ret;
 }
 
+/*
+ * A program object was validated when it was created: only the bindings
+ * are left to check, against what it needs of each. O(bindings).
+ */
+static int vtpu_job_use_program(struct vtpu_job *job, struct vtpu_file *vfile,
+				const struct drm_vtpu_submit *args,
+				const struct vtpu_binding_desc *desc)
+{
+	struct drm_device *drm = &job->vdev->drm;
+	int bad;
+
+	if (args->program_offset || args->program_size) {
+		drm_dbg(drm, "submit: program offset or size with a program object\n");
+		return -EINVAL;
+	}
+	job->program = vtpu_program_get(vfile, args->program_handle);
+	if (!job->program) {
+		drm_dbg(drm, "submit: unknown program %u\n",
+			args->program_handle);
+		return -ENOENT;
+	}
+	if (args->binding_count != job->program->info.binding_count) {
+		drm_dbg(drm, "submit: %u bindings, the program has %u\n",
+			args->binding_count, job->program->info.binding_count);
+		return -EINVAL;
+	}
+	bad = vtpu_prog_bindings_ok(job->program->need, desc,
+				    args->binding_count);
+	if (bad >= 0) {
+		drm_dbg(drm, "submit: binding %d too small or lacks rights\n",
+			bad);
+		return -EINVAL;
+	}
+	job->info = job->program->info;
+	return 0;
+}
+
 static int vtpu_job_add_profile(struct vtpu_job *job, struct drm_file *file,
 				const struct drm_vtpu_submit *args)
 {
@@ -389,7 +422,7 @@ out:
 static int vtpu_submit_check(struct drm_device *drm,
 			     const struct drm_vtpu_submit *args)
 {
-	if (args->flags) {
+	if (args->flags & ~DRM_VTPU_SUBMIT_PROGRAM) {
 		drm_dbg(drm, "submit: unknown flags 0x%x\n", args->flags);
 		return -EINVAL;
 	}
@@ -571,10 +604,13 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	ret = vtpu_job_bind(job, file, args, desc);
 	if (ret)
 		goto err_free;
-	ret = vtpu_job_copy_program(job, file, args);
-	if (ret)
-		goto err_free;
-	ret = vtpu_job_validate(job, args, desc);
+	if (args->flags & DRM_VTPU_SUBMIT_PROGRAM) {
+		ret = vtpu_job_use_program(job, vfile, args, desc);
+	} else {
+		ret = vtpu_job_copy_program(job, file, args);
+		if (!ret)
+			ret = vtpu_job_validate(job, args, desc);
+	}
 	if (ret)
 		goto err_free;
 	ret = vtpu_job_add_profile(job, file, args);
@@ -751,6 +787,7 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file)
 		return ret;
 	}
 	xa_init(&vfile->jobs);
+	xa_init_flags(&vfile->programs, XA_FLAGS_ALLOC1);
 	mutex_init(&vfile->submit_lock);
 	file->driver_priv = vfile;
 	return 0;
@@ -776,6 +813,7 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 			dma_fence_put(fence);
 	}
 	xa_destroy(&vfile->jobs);
+	vtpu_programs_fini(vfile);
 	mutex_destroy(&vfile->submit_lock);
 	kref_put(&vfile->stats->ref, vtpu_file_stats_release);
 	kfree(vfile);

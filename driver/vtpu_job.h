@@ -19,6 +19,7 @@ struct drm_vtpu_profile;
 struct drm_vtpu_submit;
 struct vtpu_bo;
 struct vtpu_device;
+struct vtpu_program;
 
 /**
  * struct vtpu_file_stats - a file's use of the cores, for fdinfo
@@ -42,10 +43,14 @@ struct vtpu_file_stats {
  * @next_id: last job id handed out (ioctl and io_uring alike)
  * @submit_lock: serialises arming and pushing jobs of @entity
  * @stats: what fdinfo reports of the file's jobs
+ * @programs: program handle -> &struct vtpu_program (a reference)
+ * @nprograms: entries in @programs, at most DRM_VTPU_MAX_PROGRAMS
  */
 struct vtpu_file {
 	struct drm_sched_entity entity;
 	struct xarray jobs;
+	struct xarray programs;
+	atomic_t nprograms;
 	atomic_t nrecords;
 	atomic64_t next_id;
 	struct mutex submit_lock; /* Protects job arming order */
@@ -66,8 +71,9 @@ struct vtpu_job_bo {
  * struct vtpu_job - a validated program with its buffers, on its way
  * @base: scheduler job
  * @vdev: device
- * @prog: the kernel's copy of the program
- * @info: @prog, validated
+ * @prog: the kernel's copy of the program, when it came in a buffer
+ * @program: the program object it runs, when it came as one (a reference)
+ * @info: the program, validated
  * @bos: bound buffers, then the profile buffer if any
  * @nbos: entries in @bos
  * @ebind: the bindings as the executor sees them
@@ -88,6 +94,7 @@ struct vtpu_job {
 	struct drm_sched_job base;
 	struct vtpu_device *vdev;
 	void *prog;
+	struct vtpu_program *program;
 	struct vtpu_prog_info info;
 	struct vtpu_job_bo *bos;
 	unsigned int nbos;

@@ -35,6 +35,7 @@ struct vtpu_prog_check {
 	const struct vtpu_prog_header *hdr;
 	const struct vtpu_binding_desc *bindings;
 	u32 nbindings;
+	struct vtpu_binding_desc *need;	/* non-NULL: loading, work it out */
 	u32 nstrings;		/* metadata strings */
 	s32 insn;		/* being checked, -1 for the header */
 	struct vtpu_prog_info info;
@@ -133,7 +134,7 @@ static int vtpu_check_header(struct vtpu_prog_check *c, u64 size, u64 core_vmem)
 		return vtpu_reject(c, "program needs more vmem than the core has");
 	if (h->binding_count > VTPU_MAX_BINDINGS)
 		return vtpu_reject(c, "too many bindings");
-	if (h->binding_count != c->nbindings)
+	if (!c->need && h->binding_count != c->nbindings)
 		return vtpu_reject(c, "binding count mismatch");
 	return 0;
 }
@@ -292,28 +293,36 @@ static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 	    !(m->dtype == VTPU_DT_BF16 && m->v.dtype == VTPU_DT_F32))
 		return vtpu_reject(c, "dma dtype conversion not supported");
 
+	row = (u64)m->v.cols * esize;
+	if (m->v.rows > 1 && m->stride < row)
+		return vtpu_reject(c, "dma stride less than a row");
+	end = (u64)(m->v.rows - 1) * m->stride + row;
+	if (check_add_overflow(end, m->offset, &end))
+		return vtpu_reject(c, "binding extent out of range");
+
 	if (m->binding == VTPU_BINDING_CONSTANTS) {
 		if (!load)
 			return vtpu_reject(c, "store to the constants section");
 		limit = c->info.const_size;
-	} else {
-		const struct vtpu_binding_desc *b;
+	} else if (m->binding >= c->hdr->binding_count) {
+		return vtpu_reject(c, "binding index out of range");
+	} else if (c->need) {
+		/* Loading: what the program needs of the binding. */
+		struct vtpu_binding_desc *n = &c->need[m->binding];
 
-		if (m->binding >= c->nbindings)
-			return vtpu_reject(c, "binding index out of range");
-		b = &c->bindings[m->binding];
+		n->access |= load ? VTPU_ACCESS_READ : VTPU_ACCESS_WRITE;
+		n->size = max(n->size, end);
+		limit = end;
+	} else {
+		const struct vtpu_binding_desc *b = &c->bindings[m->binding];
+
 		if (load && !(b->access & VTPU_ACCESS_READ))
 			return vtpu_reject(c, "binding not readable");
 		if (!load && !(b->access & VTPU_ACCESS_WRITE))
 			return vtpu_reject(c, "binding not writable");
 		limit = b->size;
 	}
-
-	row = (u64)m->v.cols * esize;
-	if (m->v.rows > 1 && m->stride < row)
-		return vtpu_reject(c, "dma stride less than a row");
-	end = (u64)(m->v.rows - 1) * m->stride + row;
-	if (check_add_overflow(end, m->offset, &end) || end > limit)
+	if (end > limit)
 		return vtpu_reject(c, "binding extent out of range");
 
 	c->info.dma_bytes += (u64)m->v.rows * row;
@@ -488,6 +497,47 @@ static int vtpu_check_insn(struct vtpu_prog_check *c, const struct vtpu_insn *in
 	return 0;
 }
 
+static int vtpu_prog_check_all(struct vtpu_prog_check *c, const void *prog,
+			       u64 size, u64 vmem_size,
+			       struct vtpu_prog_info *info)
+{
+	const u8 *p = prog;
+	u32 i;
+	int ret;
+
+	if (size < sizeof(struct vtpu_prog_header))
+		return vtpu_reject(c, "program smaller than its header");
+	if ((uintptr_t)prog % 8)
+		return vtpu_reject(c, "program buffer misaligned");
+	ret = vtpu_check_header(c, size, vmem_size);
+	if (ret)
+		return ret;
+
+	c->info.hdr = c->hdr;
+	c->info.code = (const struct vtpu_insn *)(p + c->hdr->header_size);
+	c->info.consts = p + c->hdr->header_size + c->hdr->code_size;
+	c->info.meta = (const char *)c->info.consts + c->hdr->const_size;
+	c->info.insn_count = c->hdr->insn_count;
+	c->info.const_size = c->hdr->const_size;
+	c->info.meta_size = c->hdr->meta_size;
+	c->info.vmem_size = c->hdr->vmem_size;
+	c->info.binding_count = c->hdr->binding_count;
+
+	ret = vtpu_check_meta(c);
+	if (ret)
+		return ret;
+	for (i = 0; i < c->info.insn_count; i++) {
+		c->insn = i;
+		ret = vtpu_check_insn(c, &c->info.code[i]);
+		if (ret)
+			return ret;
+	}
+
+	if (info)
+		*info = c->info;
+	return 0;
+}
+
 /**
  * vtpu_prog_validate() - check a program completely before it runs
  * @prog: the program; the caller's own copy, which must not change
@@ -515,39 +565,61 @@ int vtpu_prog_validate(const void *prog, u64 size,
 		.insn = -1,
 		.err = err ?: &unused,
 	};
-	const u8 *p = prog;
+
+	return vtpu_prog_check_all(&c, prog, size, vmem_size, info);
+}
+
+/**
+ * vtpu_prog_load() - check a program completely, once, before its bindings
+ * @prog: the program, as for vtpu_prog_validate()
+ * @size: bytes of @prog
+ * @vmem_size: VMEM of the core(s) the program may run on
+ * @info: filled on success, as by vtpu_prog_validate()
+ * @need: VTPU_MAX_BINDINGS entries; on success the first
+ *	@info->binding_count say what the program needs of each binding:
+ *	the bytes it touches from the range's start and the access it makes
+ *	(both 0 for a binding it never touches)
+ * @err: on failure, as for vtpu_prog_validate(); may be NULL
+ *
+ * The program then runs with any bindings that vtpu_prog_bindings_ok()
+ * accepts: vtpu_prog_validate() with them would have passed.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int vtpu_prog_load(const void *prog, u64 size, u64 vmem_size,
+		   struct vtpu_prog_info *info, struct vtpu_binding_desc *need,
+		   struct vtpu_prog_error *err)
+{
+	struct vtpu_prog_error unused;
+	struct vtpu_prog_check c = {
+		.hdr = prog,
+		.need = need,
+		.insn = -1,
+		.err = err ?: &unused,
+	};
+
+	memset(need, 0, VTPU_MAX_BINDINGS * sizeof(*need));
+	return vtpu_prog_check_all(&c, prog, size, vmem_size, info);
+}
+
+/**
+ * vtpu_prog_bindings_ok() - may a loaded program run with these bindings?
+ * @need: what vtpu_prog_load() reported, @n entries
+ * @given: the buffers bound at submit, @n entries
+ * @n: the program's binding count
+ *
+ * Return: -1 if every binding is long enough and grants the access the
+ * program makes of it, else the index of the first that does not.
+ */
+int vtpu_prog_bindings_ok(const struct vtpu_binding_desc *need,
+			  const struct vtpu_binding_desc *given, u32 n)
+{
 	u32 i;
-	int ret;
 
-	if (size < sizeof(struct vtpu_prog_header))
-		return vtpu_reject(&c, "program smaller than its header");
-	if ((uintptr_t)prog % 8)
-		return vtpu_reject(&c, "program buffer misaligned");
-	ret = vtpu_check_header(&c, size, vmem_size);
-	if (ret)
-		return ret;
-
-	c.info.hdr = c.hdr;
-	c.info.code = (const struct vtpu_insn *)(p + c.hdr->header_size);
-	c.info.consts = p + c.hdr->header_size + c.hdr->code_size;
-	c.info.meta = (const char *)c.info.consts + c.hdr->const_size;
-	c.info.insn_count = c.hdr->insn_count;
-	c.info.const_size = c.hdr->const_size;
-	c.info.meta_size = c.hdr->meta_size;
-	c.info.vmem_size = c.hdr->vmem_size;
-	c.info.binding_count = c.hdr->binding_count;
-
-	ret = vtpu_check_meta(&c);
-	if (ret)
-		return ret;
-	for (i = 0; i < c.info.insn_count; i++) {
-		c.insn = i;
-		ret = vtpu_check_insn(&c, &c.info.code[i]);
-		if (ret)
-			return ret;
+	for (i = 0; i < n; i++) {
+		if (given[i].size < need[i].size ||
+		    need[i].access & ~given[i].access)
+			return i;
 	}
-
-	if (info)
-		*info = c.info;
-	return 0;
+	return -1;
 }

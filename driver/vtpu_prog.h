@@ -13,6 +13,12 @@
 
 #include <drm/vtpu_isa.h>
 
+/* Largest program: header, VTPU_MAX_INSNS instructions and both sections. */
+#define VTPU_MAX_PROG_SIZE \
+	(sizeof(struct vtpu_prog_header) + \
+	 (u64)VTPU_MAX_INSNS * sizeof(struct vtpu_insn) + \
+	 VTPU_MAX_CONST_SIZE + VTPU_MAX_META_SIZE)
+
 #define VTPU_ACCESS_READ	0x1
 #define VTPU_ACCESS_WRITE	0x2
 
@@ -75,5 +81,10 @@ int vtpu_prog_validate(const void *prog, u64 size,
 		       const struct vtpu_binding_desc *bindings, u32 nbindings,
 		       u64 vmem_size, struct vtpu_prog_info *info,
 		       struct vtpu_prog_error *err);
+int vtpu_prog_load(const void *prog, u64 size, u64 vmem_size,
+		   struct vtpu_prog_info *info, struct vtpu_binding_desc *need,
+		   struct vtpu_prog_error *err);
+int vtpu_prog_bindings_ok(const struct vtpu_binding_desc *need,
+			  const struct vtpu_binding_desc *given, u32 n);
 
 #endif /* __VTPU_PROG_H__ */

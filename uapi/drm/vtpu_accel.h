@@ -41,15 +41,19 @@ extern "C" {
  * 1.1: at most DRM_VTPU_MAX_JOBS jobs per file; a failed in-sync cancels
  * the job; unused io_uring SQE fields must be zero; the out-syncobj's
  * fence keeps the module loaded.
+ * 1.2: program objects (PROGRAM_CREATE, PROGRAM_DESTROY, SUBMIT with
+ * DRM_VTPU_SUBMIT_PROGRAM), DRM_VTPU_FEATURE_PROGRAM.
  */
 #define DRM_VTPU_UAPI_MAJOR		1
-#define DRM_VTPU_UAPI_MINOR		1
+#define DRM_VTPU_UAPI_MINOR		2
 
 #define DRM_VTPU_QUERY			0x00
 #define DRM_VTPU_BO_CREATE		0x01
 #define DRM_VTPU_BO_INFO		0x02
 #define DRM_VTPU_SUBMIT			0x03
 #define DRM_VTPU_JOB_WAIT		0x04
+#define DRM_VTPU_PROGRAM_CREATE		0x05
+#define DRM_VTPU_PROGRAM_DESTROY	0x06
 
 #define DRM_IOCTL_VTPU_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_QUERY, struct drm_vtpu_query)
@@ -61,6 +65,12 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_SUBMIT, struct drm_vtpu_submit)
 #define DRM_IOCTL_VTPU_JOB_WAIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_JOB_WAIT, struct drm_vtpu_job_wait)
+#define DRM_IOCTL_VTPU_PROGRAM_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VTPU_PROGRAM_CREATE, \
+		 struct drm_vtpu_program_create)
+#define DRM_IOCTL_VTPU_PROGRAM_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VTPU_PROGRAM_DESTROY, \
+		struct drm_vtpu_program_destroy)
 
 /**
  * enum drm_vtpu_placement - where the memory of a buffer object lives
@@ -85,6 +95,7 @@ enum drm_vtpu_placement {
 #define DRM_VTPU_FEATURE_HOST		_BITULL(1)	/* shmem placement */
 #define DRM_VTPU_FEATURE_SUBMIT		_BITULL(2)	/* SUBMIT, JOB_WAIT */
 #define DRM_VTPU_FEATURE_SYNCOBJ	_BITULL(3)	/* syncobjs, timelines */
+#define DRM_VTPU_FEATURE_PROGRAM	_BITULL(4)	/* program objects (1.2) */
 
 /* &drm_vtpu_bo_create.device_addr of a buffer without one (HOST). */
 #define DRM_VTPU_NO_DEVICE_ADDR		(~0ULL)
@@ -192,6 +203,86 @@ struct drm_vtpu_bo_info {
 };
 
 /* &drm_vtpu_binding.flags */
+/**
+ * struct drm_vtpu_program_binding - what a program needs of one binding
+ */
+struct drm_vtpu_program_binding {
+	/**
+	 * @size: Output. Bytes from the start of the bound range the
+	 * program touches; a range bound to it must be at least this long.
+	 */
+	__u64 size;
+	/**
+	 * @flags: Output. DRM_VTPU_BIND_READ and/or DRM_VTPU_BIND_WRITE as
+	 * the program reads or writes the binding; 0 if it never touches
+	 * it. A SUBMIT must grant at least these.
+	 */
+	__u32 flags;
+	/** @pad: Output. Zero. */
+	__u32 pad;
+};
+
+/*
+ * Most program objects one open file may hold. Their memory is charged
+ * to the creator's memory cgroup.
+ */
+#define DRM_VTPU_MAX_PROGRAMS		4096
+
+/**
+ * struct drm_vtpu_program_create - load a program once, run it many times
+ *
+ * The kernel copies @size bytes at @program into memory userspace can
+ * neither map nor write, validates the copy completely (everything but
+ * the bound buffers' sizes and rights, which it works out and reports
+ * in @bindings), and returns a handle. SUBMIT with
+ * DRM_VTPU_SUBMIT_PROGRAM then costs O(bindings), whatever the program's
+ * size: each binding is checked against what the program needs of it.
+ * Jobs hold their program: destroying the handle with jobs queued is
+ * safe. Handles are private to the file.
+ *
+ * Errors: -EINVAL nonzero @flags or @pad, a program that fails
+ * validation (the reason goes to the kernel log at debug level); -E2BIG
+ * @size beyond the largest program (see vtpu_isa.h); -EFAULT; -ENOMEM;
+ * -EMFILE DRM_VTPU_MAX_PROGRAMS programs on this file already.
+ */
+struct drm_vtpu_program_create {
+	/** @program: Input. Pointer to the program (vtpu_isa.h format). */
+	__u64 program;
+	/** @size: Input. Bytes at @program. */
+	__u64 size;
+	/**
+	 * @bindings: Input. Pointer to @max_bindings
+	 * &drm_vtpu_program_binding the kernel fills (the first
+	 * min(@max_bindings, @binding_count)), or 0.
+	 */
+	__u64 bindings;
+	/** @max_bindings: Input. Entries at @bindings. */
+	__u32 max_bindings;
+	/** @flags: Input. Must be zero. */
+	__u32 flags;
+	/** @handle: Output. The program's handle, never 0. */
+	__u32 handle;
+	/** @binding_count: Output. Bindings every SUBMIT must give. */
+	__u32 binding_count;
+	/** @trace_count: Output. TRACE records a profile buffer needs. */
+	__u32 trace_count;
+	/** @pad: Input. Must be zero. */
+	__u32 pad;
+};
+
+/**
+ * struct drm_vtpu_program_destroy - drop a program handle
+ *
+ * The program is freed once no queued or running job holds it.
+ * Errors: -EINVAL nonzero @flags; -ENOENT unknown @handle.
+ */
+struct drm_vtpu_program_destroy {
+	/** @handle: Input. As PROGRAM_CREATE returned it. */
+	__u32 handle;
+	/** @flags: Input. Must be zero. */
+	__u32 flags;
+};
+
 #define DRM_VTPU_BIND_READ		0x1	/* the program may read */
 #define DRM_VTPU_BIND_WRITE		0x2	/* the program may write */
 
@@ -225,6 +316,14 @@ struct drm_vtpu_sync {
 	__u64 point;
 };
 
+/*
+ * &drm_vtpu_submit.flags: @program_handle names a program object
+ * (DRM_IOCTL_VTPU_PROGRAM_CREATE): nothing is copied or validated but
+ * the bindings. Without it, the program is copied out of a buffer and
+ * validated for this job alone.
+ */
+#define DRM_VTPU_SUBMIT_PROGRAM		0x1
+
 /* Most in-fences and bindings one SUBMIT takes. */
 #define DRM_VTPU_MAX_IN_SYNCS		64
 #define DRM_VTPU_MAX_BINDINGS		64
@@ -253,20 +352,31 @@ struct drm_vtpu_sync {
  *
  * Errors: -EINVAL nonzero @flags or padding, bad sync/binding flags, a
  * range outside its buffer, a program that fails validation (the reason
- * goes to the kernel log at debug level), a too small profile buffer;
- * -E2BIG more than DRM_VTPU_MAX_BINDINGS bindings or
- * DRM_VTPU_MAX_IN_SYNCS in-syncs; -ENOENT unknown buffer or syncobj
- * handle; -EBUSY DRM_VTPU_MAX_JOBS jobs of this file not yet ended, or
+ * goes to the kernel log at debug level), a binding smaller than or
+ * without the rights its program object needs, a nonzero
+ * @program_offset or @program_size with DRM_VTPU_SUBMIT_PROGRAM, a too
+ * small profile buffer; -E2BIG more than DRM_VTPU_MAX_BINDINGS bindings
+ * or DRM_VTPU_MAX_IN_SYNCS in-syncs; -ENOENT unknown buffer, program or
+ * syncobj handle; -EBUSY DRM_VTPU_MAX_JOBS jobs of this file not yet ended, or
  * too many un-waited jobs on this file (wait some); -ENOMEM.
  */
 struct drm_vtpu_submit {
-	/** @flags: Input. Must be zero. */
+	/** @flags: Input. DRM_VTPU_SUBMIT_*. */
 	__u32 flags;
-	/** @program_handle: Input. Buffer holding the program. */
+	/**
+	 * @program_handle: Input. Buffer holding the program; with
+	 * DRM_VTPU_SUBMIT_PROGRAM, a program object's handle.
+	 */
 	__u32 program_handle;
-	/** @program_offset: Input. Byte offset of the program in it. */
+	/**
+	 * @program_offset: Input. Byte offset of the program in its buffer;
+	 * 0 with DRM_VTPU_SUBMIT_PROGRAM.
+	 */
 	__u64 program_offset;
-	/** @program_size: Input. Bytes of the program. */
+	/**
+	 * @program_size: Input. Bytes of the program; 0 with
+	 * DRM_VTPU_SUBMIT_PROGRAM.
+	 */
 	__u64 program_size;
 	/** @bindings: Input. Pointer to @binding_count &drm_vtpu_binding. */
 	__u64 bindings;

@@ -1499,6 +1499,26 @@ TEST(fuzz_mutants_are_rejected_or_run_safely)
 		memcpy(exact, m.buf, m.size);
 		ret = vtpu_prog_validate(exact, m.size, desc, NBINDINGS,
 					 CORE_VMEM, &info, &err);
+		/*
+		 * Loading once and checking the bindings later (program
+		 * objects) accepts exactly what validating with them does.
+		 */
+		{
+			struct vtpu_binding_desc need[VTPU_MAX_BINDINGS];
+			struct vtpu_prog_info li;
+			int lret = vtpu_prog_load(exact, m.size, CORE_VMEM,
+						  &li, need, NULL);
+
+			if (!lret && li.binding_count != NBINDINGS)
+				lret = -EINVAL;
+			if (!lret && vtpu_prog_bindings_ok(need, desc,
+							   NBINDINGS) >= 0)
+				lret = -EINVAL;
+			ASSERT_EQ(ret, lret) TH_LOG("mutant %u: %s", i,
+						    err.why ? err.why : "ok");
+			if (!ret)
+				ASSERT_EQ(0, memcmp(&info, &li, sizeof(li)));
+		}
 		if (ret) {
 			ASSERT_EQ(-EINVAL, ret);
 			ASSERT_NE(NULL, err.why);

@@ -58,8 +58,8 @@ LIBVTPU_SAN := $(BUILD)/lib/libvtpu-san.a
 PREFIX ?= /usr/local
 
 # The graph compiler: a library the runtime, the tools and the tests link.
-CC_SRCS := $(wildcard compiler/*.c)
-CC_HDRS := $(wildcard compiler/*.h compiler/include/*.h)
+CC_SRCS := $(wildcard compiler/*.c compiler/onnx/*.c)
+CC_HDRS := $(wildcard compiler/*.h compiler/onnx/*.h compiler/include/*.h)
 CC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -Icompiler/include -Icompiler \
 	-Iuapi -Idriver -Iruntime/compat
 # ONNX's protobuf schema, compiled by protoc-c at build time from the

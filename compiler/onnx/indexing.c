@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * onnx/indexing.c - gathers and scatters (constant and run-time indices),
+ * OneHot.
+ */
+#include "common.h"
+
+/* ---- one-hot, scatter, top-k ------------------------------------------------- */
+
+/* Integer indices in s32, negative ones counted back from @len. */
+static int wrap_indices(struct ctx *c, int idx, int64_t len)
+{
+	int neg;
+
+	if (idx >= 0 && onnx_shape_of(c, idx).type != VTPU_S32)
+		idx = onnx_chk(c, vtpu_g_convert(c->g, idx, VTPU_S32));
+	if (idx < 0)
+		return idx;
+	neg = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, idx, onnx_splat(c, 0, idx)));
+	return neg < 0 ? neg : onnx_chk(c, vtpu_g_select(c->g, neg,
+			onnx_binary(c, VTPU_ADD, idx, onnx_splat(c, (double)len, idx)), idx));
+}
+
+/* Element @i of a rank-1 value, as a scalar. */
+static int element(struct ctx *c, int v, int64_t i)
+{
+	int64_t st[1] = { i }, lim[1] = { i + 1 }, step[1] = { 1 };
+	int y = onnx_chk(c, vtpu_g_slice(c->g, v, st, lim, step));
+
+	return y < 0 ? y : onnx_reshape(c, y, 0, NULL);
+}
+
+/* OneHot: values[1] where index == position along the new axis, else [0]. */
+int onnx_op_onehot(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int idx = onnx_in(c, n, 0), vals = onnx_in(c, n, 2), ax, map[R], mask, on, off;
+	const struct cval *dv = onnx_cin(c, n, 1, "depth");
+	struct vtpu_shape si;
+	int64_t dims[R];
+	double depth;
+
+	(void)d;
+	if (idx < 0 || vals < 0 || !dv || onnx_cv_reals(c, dv, &depth, 1, "depth") != 1)
+		return c->failed ? -EINVAL : onnx_fail(c, "depth must be a scalar");
+	si = onnx_shape_of(c, idx);
+	if (si.rank + 1 > R || depth < 1 || depth > 65536)
+		return onnx_fail(c, "unsupported depth %g or rank %d", depth, si.rank);
+	if (onnx_shape_of(c, vals).rank != 1 || onnx_shape_of(c, vals).dims[0] != 2)
+		return onnx_fail(c, "values must be [off, on]");
+	ax = onnx_axis_norm(c, onnx_attr_i(n, "axis", -1), si.rank + 1);
+	if (ax < 0)
+		return ax;
+	for (int i = 0, k = 0; i <= si.rank; i++) {
+		dims[i] = i == ax ? (int64_t)depth : si.dims[k];
+		if (i != ax)
+			map[k++] = i;
+	}
+	idx = wrap_indices(c, idx, (int64_t)depth);
+	idx = idx < 0 ? idx : onnx_chk(c, vtpu_g_broadcast(c->g, idx, si.rank + 1,
+							   dims, map));
+	mask = onnx_iota_along(c, (int64_t)depth, si.rank + 1, dims, ax);
+	mask = idx < 0 || mask < 0 ? -EINVAL :
+	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
+	off = element(c, vals, 0);
+	on = element(c, vals, 1);
+	off = off < 0 ? off : onnx_bcast_to(c, off, si.rank + 1, dims);
+	on = on < 0 ? on : onnx_bcast_to(c, on, si.rank + 1, dims);
+	if (mask < 0 || on < 0 || off < 0)
+		return -EINVAL;
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, mask, on, off)));
+}
+
+/*
+ * ScatterElements (and the older Scatter): data with updates written at
+ * the indices along the axis, as masked sums like GatherElements: a new
+ * axis of the data's length V after the indices' axis K, the mask
+ * (index == v), summed over K. Duplicates add (reduction "add" adds the
+ * data too); positions no index hits keep the data.
+ */
+int onnx_op_scatter_elements(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), upd = onnx_in(c, n, 2), ax, red[1];
+	bool add = onnx_attr_s_is(n, "reduction", "none", "add");
+	struct vtpu_shape sx, si;
+	int64_t e[R], v, lo[R] = { 0 }, hi[R] = { 0 };
+	int imap[R], mask, sum, hit, y;
+	bool pad = false;
+
+	(void)d;
+	if (x < 0 || idx < 0 || upd < 0)
+		return -EINVAL;
+	if (!add && !onnx_attr_s_is(n, "reduction", "none", "none"))
+		return onnx_fail(c, "unsupported reduction");
+	sx = onnx_shape_of(c, x);
+	si = onnx_shape_of(c, idx);
+	if (si.rank != sx.rank || sx.rank + 1 > R)
+		return onnx_fail(c, "indices must have the data's rank (at most %d)",
+				 R - 1);
+	ax = onnx_axis_norm(c, onnx_attr_i(n, "axis", 0), sx.rank);
+	if (ax < 0)
+		return ax;
+	v = sx.dims[ax];
+	for (int i = 0, k = 0; i <= sx.rank; i++)
+		e[i] = i == ax + 1 ? v : si.dims[k++];
+	if (onnx_prod(e, 0, sx.rank + 1) > (1 << 24))
+		return onnx_fail(c, "unsupported scatter of that size");
+	for (int i = 0; i < sx.rank; i++) {
+		imap[i] = i <= ax ? i : i + 1;
+		if (i != ax && si.dims[i] > sx.dims[i])
+			return onnx_fail(c, "indices larger than the data on axis %d", i);
+		if (i != ax && si.dims[i] < sx.dims[i])
+			hi[i] = sx.dims[i] - si.dims[i], pad = true;
+	}
+	idx = wrap_indices(c, idx, v);
+	idx = idx < 0 ? idx : onnx_chk(c, vtpu_g_broadcast(c->g, idx, sx.rank + 1, e,
+							   imap));
+	mask = onnx_iota_along(c, v, sx.rank + 1, e, ax + 1);
+	mask = idx < 0 || mask < 0 ? -EINVAL :
+	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
+	upd = onnx_chk(c, vtpu_g_broadcast(c->g, upd, sx.rank + 1, e, imap));
+	if (mask < 0 || upd < 0)
+		return -EINVAL;
+	red[0] = ax;
+	sum = onnx_chk(c, vtpu_g_select(c->g, mask, upd, onnx_splat(c, 0, upd)));
+	sum = sum < 0 ? sum : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP,
+							sum, 1, red));
+	hit = onnx_chk(c, vtpu_g_convert(c->g, mask, VTPU_F32));
+	hit = hit < 0 ? hit : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP,
+							hit, 1, red));
+	/* Data beyond the indices' extent on other axes is never hit. */
+	if (pad && sum >= 0 && hit >= 0) {
+		sum = onnx_chk(c, vtpu_g_pad(c->g, sum, lo, hi, 0.0));
+		hit = onnx_chk(c, vtpu_g_pad(c->g, hit, lo, hi, 0.0));
+	}
+	if (sum < 0 || hit < 0)
+		return -EINVAL;
+	if (add)
+		sum = onnx_binary(c, VTPU_ADD, x, sum);
+	hit = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, hit, onnx_splat(c, 0, hit)));
+	y = sum < 0 || hit < 0 ? -EINVAL :
+	    onnx_chk(c, vtpu_g_select(c->g, hit, sum, x));
+	return onnx_out(c, n, 0, y);
+}
+
+/* ---- losses ------------------------------------------------------------------ */
+
+/*
+ * An s32 iota [0, size) laid along dimension @axis of @rank/@dims, or
+ * -errno.
+ */
+int onnx_iota_along(struct ctx *c, int64_t size, int rank,
+		    const int64_t *dims, int axis)
+{
+	struct vtpu_shape is = { VTPU_S32, 1, { size } };
+	int32_t *v = malloc(size * sizeof(*v));
+	int id, map[1] = { axis };
+
+	if (!v)
+		return onnx_fail(c, "out of memory");
+	for (int64_t i = 0; i < size; i++)
+		v[i] = (int32_t)i;
+	id = onnx_chk(c, vtpu_g_constant(c->g, &is, v));
+	free(v);
+	return id < 0 ? id : onnx_chk(c, vtpu_g_broadcast(c->g, id, rank, dims, map));
+}
+
+/*
+ * Gather with indices known only at run time, as a masked sum: the
+ * device has no gather, so row k of the result is the sum over v of
+ * (idx[k] == v ? x[v] : 0), an exact selection (a product with a
+ * one-hot matrix would spread one inf or NaN to every row). It moves
+ * K * V * P elements, so it is limited to tables that make sense here.
+ * Negative indices count from the end; out-of-range ones give zeros.
+ */
+static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
+{
+	struct vtpu_shape s = onnx_shape_of(c, x), is;
+	int64_t v, pre, post, k, t[R], kvp[3];
+	int y, io, mask, zero;
+	static const int d0[1] = { 0 }, d01[2] = { 0, 1 };
+	static const int d12[2] = { 1, 2 }, swap[3] = { 1, 0, 2 };
+	int red[1] = { 1 }, rank = 0;
+
+	if (idx < 0)
+		return idx;
+	is = onnx_shape_of(c, idx);
+	if (is.type != VTPU_S32)
+		return onnx_fail(c, "indices must be integers");
+	/* The masked sum reduces, and the device reduces floats only. */
+	if (s.type != VTPU_F32 && s.type != VTPU_BF16)
+		return onnx_fail(c, "unsupported run-time gather of %s data",
+				 s.type == VTPU_S32 ? "integer" : "non-float");
+	v = s.dims[ax];
+	pre = onnx_prod(s.dims, 0, ax);
+	post = onnx_prod(s.dims, ax + 1, s.rank);
+	k = onnx_prod(is.dims, 0, is.rank);
+	if (s.rank - 1 + is.rank > R)
+		return onnx_fail(c, "result rank exceeds %d", R);
+	if (k * v * pre * post > (1 << 24))
+		return onnx_fail(c, "unsupported run-time gather of %lld x %lld rows (at most 2^24 elements selected from)",
+				 (long long)k, (long long)v);
+	/* x as [V, P]: the gathered axis first. */
+	kvp[0] = pre, kvp[1] = v, kvp[2] = post;
+	x = onnx_reshape(c, x, 3, kvp);
+	if (x >= 0 && pre > 1)
+		x = onnx_chk(c, vtpu_g_transpose(c->g, x, swap));
+	kvp[0] = v, kvp[1] = pre * post;
+	x = x < 0 ? x : onnx_reshape(c, x, 2, kvp);
+	/* The indices as [K], negative ones from the end. */
+	idx = onnx_reshape(c, idx, 1, &k);
+	idx = wrap_indices(c, idx, v);
+	/* mask[k, v] = idx[k] == v, then the masked sum over v. */
+	kvp[0] = k, kvp[1] = v, kvp[2] = pre * post;
+	io = onnx_iota_along(c, v, 2, kvp, 1);
+	if (x < 0 || idx < 0 || io < 0)
+		return -EINVAL;
+	idx = onnx_chk(c, vtpu_g_broadcast(c->g, idx, 2, kvp, d0));
+	mask = idx < 0 || io < 0 ? -EINVAL :
+	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, io));
+	mask = mask < 0 ? mask : onnx_chk(c, vtpu_g_broadcast(c->g, mask, 3, kvp, d01));
+	x = onnx_chk(c, vtpu_g_broadcast(c->g, x, 3, kvp, d12));
+	zero = x < 0 ? x : onnx_splat(c, 0, x);
+	if (mask < 0 || zero < 0)
+		return -EINVAL;
+	y = onnx_chk(c, vtpu_g_select(c->g, mask, x, zero));
+	y = y < 0 ? y : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, y, 1, red));
+	/* [K, P] back to dims[:ax] + index dims + dims[ax + 1:]. */
+	kvp[0] = k, kvp[1] = pre, kvp[2] = post;
+	y = y < 0 ? y : onnx_reshape(c, y, 3, kvp);
+	if (y >= 0 && pre > 1)
+		y = onnx_chk(c, vtpu_g_transpose(c->g, y, swap));
+	for (int i = 0; i < ax; i++)
+		t[rank++] = s.dims[i];
+	for (int i = 0; i < is.rank; i++)
+		t[rank++] = is.dims[i];
+	for (int i = ax + 1; i < s.rank; i++)
+		t[rank++] = s.dims[i];
+	return y < 0 ? y : onnx_reshape(c, y, rank, t);
+}
+
+/*
+ * GatherElements as a masked sum, like gather_dynamic(): a new axis of
+ * the data's @axis size V right after @axis, where the mask is
+ * (index == v), summed away. Exact, and no gather on the device.
+ */
+int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), ax, xmap[R], imap[R], red[1];
+	int64_t e[R], v, total = 1;
+	struct vtpu_shape sx, si;
+	int mask, y;
+
+	(void)d;
+	if (x < 0 || idx < 0)
+		return -EINVAL;
+	sx = onnx_shape_of(c, x);
+	si = onnx_shape_of(c, idx);
+	if (si.type != VTPU_S32 || si.rank != sx.rank || !sx.rank)
+		return onnx_fail(c, "wants integer indices of the data's rank");
+	if (sx.rank + 1 > R)
+		return onnx_fail(c, "unsupported rank %d (at most %d)", sx.rank, R - 1);
+	ax = onnx_axis_norm(c, onnx_attr_i(n, "axis", 0), sx.rank);
+	if (ax < 0)
+		return ax;
+	v = sx.dims[ax];
+	for (int i = 0; i < sx.rank; i++)
+		if (i != ax && si.dims[i] > sx.dims[i])
+			return onnx_fail(c, "indices larger than the data on axis %d", i);
+	/* Data beyond the indices' extent on the other axes is never read. */
+	for (int i = 0; i < sx.rank; i++)
+		if (i != ax && si.dims[i] != sx.dims[i]) {
+			int64_t st[R] = { 0 }, lim[R], step[R];
+
+			for (int j = 0; j < sx.rank; j++) {
+				lim[j] = j == ax ? sx.dims[j] : si.dims[j];
+				step[j] = 1;
+			}
+			x = onnx_chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+			break;
+		}
+	for (int i = 0, k = 0; i <= sx.rank; i++) {
+		e[i] = i == ax + 1 ? v : si.dims[k++];
+		total *= e[i];
+	}
+	if (total > (1 << 24))
+		return onnx_fail(c, "unsupported: %lld elements to select from (at most 2^24)",
+				 (long long)total);
+	for (int i = 0; i < sx.rank; i++) {
+		imap[i] = i <= ax ? i : i + 1;
+		xmap[i] = i < ax ? i : i + 1;
+	}
+	idx = wrap_indices(c, idx, v);
+	idx = idx < 0 ? idx : onnx_chk(c, vtpu_g_broadcast(c->g, idx, sx.rank + 1, e,
+							   imap));
+	mask = onnx_iota_along(c, v, sx.rank + 1, e, ax + 1);
+	mask = idx < 0 || mask < 0 ? -EINVAL :
+	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
+	x = x < 0 ? x : onnx_chk(c, vtpu_g_broadcast(c->g, x, sx.rank + 1, e, xmap));
+	if (mask < 0 || x < 0)
+		return -EINVAL;
+	y = onnx_chk(c, vtpu_g_select(c->g, mask, x, onnx_splat(c, 0, x)));
+	red[0] = ax + 1;
+	return onnx_out(c, n, 0, y < 0 ? y : onnx_chk(c, vtpu_g_reduce(c->g,
+				VTPU_REDUCE_SUM_OP, y, 1, red)));
+}
+
+/*
+ * The row-major position in data's first @k dims of each index tuple of
+ * @idx [..., k] (GatherND, ScatterND), negative components wrapped:
+ * an s32 value of idx's dims less the last.
+ */
+static int nd_linear(struct ctx *c, int idx, const struct vtpu_shape *sx,
+		     int k)
+{
+	struct vtpu_shape si = onnx_shape_of(c, idx);
+	int lin = -1;
+	int64_t stride = 1;
+
+	for (int j = k - 1; j >= 0; j--) {
+		int64_t st[R] = { 0 }, lim[R], step[R];
+		int comp;
+
+		for (int i = 0; i < si.rank; i++)
+			lim[i] = si.dims[i], step[i] = 1;
+		st[si.rank - 1] = j, lim[si.rank - 1] = j + 1;
+		comp = onnx_chk(c, vtpu_g_slice(c->g, idx, st, lim, step));
+		comp = comp < 0 ? comp : onnx_reshape(c, comp, si.rank - 1, si.dims);
+		comp = wrap_indices(c, comp, sx->dims[j]);
+		if (comp >= 0 && stride > 1)
+			comp = onnx_binary(c, VTPU_MUL, comp, onnx_splat(c, (double)stride, comp));
+		lin = comp < 0 ? comp : lin < 0 ? comp : onnx_binary(c, VTPU_ADD, lin, comp);
+		if (lin < 0)
+			return lin;
+		stride *= sx->dims[j];
+	}
+	return lin;
+}
+
+/* GatherND (batch_dims 0): a run-time Gather of data's first k dims. */
+int onnx_op_gathernd(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), k, lin;
+	struct vtpu_shape sx, si;
+	int64_t t[R];
+
+	(void)d;
+	if (x < 0 || idx < 0)
+		return -EINVAL;
+	if (onnx_attr_i(n, "batch_dims", 0))
+		return onnx_fail(c, "unsupported batch_dims");
+	sx = onnx_shape_of(c, x);
+	si = onnx_shape_of(c, idx);
+	k = si.rank ? (int)si.dims[si.rank - 1] : 0;
+	if (si.rank < 1 || k < 1 || k > sx.rank || si.type != VTPU_S32)
+		return onnx_fail(c, "indices must be integers [..., k], k <= rank");
+	lin = nd_linear(c, idx, &sx, k);
+	/* data as [prod(dims[:k]), dims[k:]...] */
+	t[0] = onnx_prod(sx.dims, 0, k);
+	for (int i = k; i < sx.rank; i++)
+		t[1 + i - k] = sx.dims[i];
+	x = onnx_reshape(c, x, 1 + sx.rank - k, t);
+	return onnx_out(c, n, 0, lin < 0 || x < 0 ? -EINVAL :
+			gather_dynamic(c, x, 0, lin));
+}
+
+/*
+ * ScatterND (reduction none or add): updates rows written at the index
+ * tuples of data viewed as [V = prod(dims[:k]), P], as a masked sum
+ * over the M tuples; duplicates add.
+ */
+int onnx_op_scatternd(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), upd = onnx_in(c, n, 2), k, lin;
+	bool add = onnx_attr_s_is(n, "reduction", "none", "add");
+	int mask, sum, hit, y, red[1] = { 0 };
+	static const int d0[1] = { 0 }, d01[2] = { 0, 1 }, d02[2] = { 0, 2 };
+	struct vtpu_shape sx, si;
+	int64_t v, p, m, mvp[3];
+
+	(void)d;
+	if (x < 0 || idx < 0 || upd < 0)
+		return -EINVAL;
+	if (!add && !onnx_attr_s_is(n, "reduction", "none", "none"))
+		return onnx_fail(c, "unsupported reduction");
+	sx = onnx_shape_of(c, x);
+	si = onnx_shape_of(c, idx);
+	k = si.rank ? (int)si.dims[si.rank - 1] : 0;
+	if (si.rank < 1 || k < 1 || k > sx.rank || si.type != VTPU_S32)
+		return onnx_fail(c, "indices must be integers [..., k], k <= rank");
+	if (sx.type != VTPU_F32 && sx.type != VTPU_BF16)
+		return onnx_fail(c, "unsupported scatter of non-float data");
+	v = onnx_prod(sx.dims, 0, k);
+	p = onnx_prod(sx.dims, k, sx.rank);
+	m = onnx_prod(si.dims, 0, si.rank - 1);
+	if (m * v * p > (1 << 24))
+		return onnx_fail(c, "unsupported scatter of that size");
+	if (onnx_prod(onnx_shape_of(c, upd).dims, 0, onnx_shape_of(c, upd).rank) != m * p)
+		return onnx_fail(c, "updates do not match the indices and data");
+	lin = nd_linear(c, idx, &sx, k);
+	lin = lin < 0 ? lin : onnx_reshape(c, lin, 1, &m);
+	mvp[0] = m, mvp[1] = v, mvp[2] = p;
+	lin = lin < 0 ? lin : onnx_chk(c, vtpu_g_broadcast(c->g, lin, 2, mvp, d0));
+	mask = onnx_iota_along(c, v, 2, mvp, 1);
+	mask = lin < 0 || mask < 0 ? -EINVAL :
+	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, lin, mask));
+	upd = onnx_reshape(c, upd, 2, (int64_t[2]){ m, p });
+	upd = upd < 0 ? upd : onnx_chk(c, vtpu_g_broadcast(c->g, upd, 3, mvp, d02));
+	if (mask < 0 || upd < 0)
+		return -EINVAL;
+	sum = onnx_chk(c, vtpu_g_broadcast(c->g, mask, 3, mvp, d01));
+	sum = sum < 0 ? sum : onnx_chk(c, vtpu_g_select(c->g, sum, upd, onnx_splat(c, 0, upd)));
+	sum = sum < 0 ? sum : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, sum,
+							1, red));	/* [V, P] */
+	hit = onnx_chk(c, vtpu_g_convert(c->g, mask, VTPU_F32));
+	hit = hit < 0 ? hit : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP, hit,
+							1, red));	/* [V] */
+	hit = hit < 0 ? hit : onnx_chk(c, vtpu_g_broadcast(c->g, hit, 2, mvp + 1, d0));
+	hit = hit < 0 ? hit : onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, hit,
+							 onnx_splat(c, 0, hit)));
+	x = onnx_reshape(c, x, 2, mvp + 1);
+	if (sum < 0 || hit < 0 || x < 0)
+		return -EINVAL;
+	if (add)
+		sum = onnx_binary(c, VTPU_ADD, x, sum);
+	y = sum < 0 ? sum : onnx_chk(c, vtpu_g_select(c->g, hit, sum, x));
+	return onnx_out(c, n, 0, y < 0 ? y : onnx_reshape(c, y, sx.rank, sx.dims));
+}
+
+/* Gather with constant indices: take() along axis, then the index shape. */
+int onnx_op_gather(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), ax, rank = 0, ni;
+	const struct cval *iv;
+	int64_t idx[MAX_TAKE], t[R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = onnx_shape_of(c, x);
+	ax = onnx_axis_norm(c, onnx_attr_i(n, "axis", 0), s.rank);
+	if (ax < 0)
+		return ax;
+	if (onnx_has_in(n, 1) && onnx_lookup(c, n->input[1]) && !onnx_lookup(c, n->input[1])->c)
+		return onnx_out(c, n, 0, gather_dynamic(c, x, ax, onnx_in(c, n, 1)));
+	iv = onnx_cin(c, n, 1, "indices");
+	if (!iv || (ni = onnx_cv_ints(c, iv, idx, MAX_TAKE, "indices")) < 0)
+		return -EINVAL;
+	if (!ni)
+		return onnx_fail(c, "unsupported empty indices");
+	for (int i = 0; i < ni; i++) {
+		if (idx[i] < -s.dims[ax] || idx[i] >= s.dims[ax])
+			return onnx_fail(c, "index %lld out of range", (long long)idx[i]);
+		idx[i] += idx[i] < 0 ? s.dims[ax] : 0;
+	}
+	if (s.rank - 1 + iv->rank > R)
+		return onnx_fail(c, "result rank exceeds %d", R);
+	for (int i = 0; i < ax; i++)
+		t[rank++] = s.dims[i];
+	for (int i = 0; i < iv->rank; i++)
+		t[rank++] = iv->dims[i];
+	for (int i = ax + 1; i < s.rank; i++)
+		t[rank++] = s.dims[i];
+	x = onnx_take(c, x, ax, idx, ni);
+	return onnx_out(c, n, 0, x < 0 ? x : onnx_reshape(c, x, rank, t));
+}

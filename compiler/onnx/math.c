@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * onnx/math.c - elementwise operators: arithmetic with numpy broadcasting,
+ * comparisons, logical operators, activations, casts.
+ */
+#include "common.h"
+
+/* numpy broadcast of @a (right-aligned) to @rank/@dims. */
+int onnx_bcast_to(struct ctx *c, int a, int rank, const int64_t *dims)
+{
+	struct vtpu_shape s = onnx_shape_of(c, a);
+	int map[R];
+	bool same = s.rank == rank;
+
+	if (a < 0)
+		return a;
+	if (s.rank > rank)
+		return onnx_fail(c, "cannot broadcast rank %d to rank %d", s.rank, rank);
+	for (int i = 0; i < s.rank; i++) {
+		map[i] = i + rank - s.rank;
+		if (s.dims[i] != dims[map[i]] && s.dims[i] != 1)
+			return onnx_fail(c, "cannot broadcast dimension %d of size %lld to %lld",
+					 i, (long long)s.dims[i],
+					 (long long)dims[map[i]]);
+		same = same && s.dims[i] == dims[map[i]];
+	}
+	if (same)
+		return a;
+	return onnx_chk(c, vtpu_g_broadcast(c->g, a, rank, dims, map));
+}
+
+/* The numpy common shape of @na values, into @rank/@dims. */
+static int common(struct ctx *c, int na, const int *v, int *rank,
+		  int64_t *dims)
+{
+	*rank = 0;
+	for (int k = 0; k < na; k++) {
+		struct vtpu_shape s = onnx_shape_of(c, v[k]);
+
+		*rank = s.rank > *rank ? s.rank : *rank;
+	}
+	for (int i = 0; i < *rank; i++)
+		dims[i] = 1;
+	for (int k = 0; k < na; k++) {
+		struct vtpu_shape s = onnx_shape_of(c, v[k]);
+
+		for (int i = 0; i < s.rank; i++) {
+			int64_t *d = &dims[i + *rank - s.rank];
+
+			if (*d == 1)
+				*d = s.dims[i];
+			else if (s.dims[i] != 1 && s.dims[i] != *d)
+				return onnx_fail(c, "incompatible broadcast dimensions %lld and %lld",
+						 (long long)s.dims[i], (long long)*d);
+		}
+	}
+	return 0;
+}
+
+/* Broadcasts @na values in place to their common shape. */
+static int bcast_all(struct ctx *c, int na, int *v)
+{
+	int rank;
+	int64_t dims[R];
+
+	for (int k = 0; k < na; k++)
+		if (v[k] < 0)
+			return v[k];
+	if (common(c, na, v, &rank, dims))
+		return -EINVAL;
+	for (int k = 0; k < na; k++)
+		if ((v[k] = onnx_bcast_to(c, v[k], rank, dims)) < 0)
+			return v[k];
+	return 0;
+}
+
+/* A scalar @x in @like's type, broadcast to @like's shape. */
+int onnx_splat(struct ctx *c, double x, int like)
+{
+	struct vtpu_shape s = onnx_shape_of(c, like);
+	int v = onnx_chk(c, vtpu_g_scalar(c->g, (float)x));
+
+	if (v >= 0 && s.type != VTPU_F32)
+		v = onnx_chk(c, vtpu_g_convert(c->g, v, s.type));
+	return v < 0 ? v : onnx_bcast_to(c, v, s.rank, s.dims);
+}
+
+int onnx_binary(struct ctx *c, enum vtpu_binary_op op, int a, int b)
+{
+	int v[2] = { a, b };
+
+	if (bcast_all(c, 2, v))
+		return -EINVAL;
+	return onnx_chk(c, vtpu_g_binary(c->g, op, v[0], v[1]));
+}
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+/*
+ * Before opset 7, broadcast=1 aligned B's dims at @axis of A (default:
+ * trailing, as numpy does); a reshape with 1s makes that numpy too.
+ */
+static int legacy_bcast(struct ctx *c, node_t *n, int a, int b)
+{
+	struct vtpu_shape sa = onnx_shape_of(c, a), sb = onnx_shape_of(c, b);
+	int64_t t[R], ax;
+
+	if (!onnx_attr_i(n, "broadcast", 0) || !onnx_attr(n, "axis"))
+		return b;
+	ax = onnx_attr_i(n, "axis", 0);
+	ax = ax < 0 ? ax + sa.rank : ax;
+	if (ax < 0 || ax + sb.rank > sa.rank)
+		return onnx_fail(c, "bad broadcast axis %lld", (long long)ax);
+	for (int i = 0; i < sa.rank; i++)
+		t[i] = i >= ax && i < ax + sb.rank ? sb.dims[i - ax] : 1;
+	return onnx_reshape(c, b, sa.rank, t);
+}
+
+int onnx_op_binary(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int a = onnx_in(c, n, 0), b = onnx_in(c, n, 1);
+
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	if (c->opset < 7 && (b = legacy_bcast(c, n, a, b)) < 0)
+		return b;
+	if (d->arg == VTPU_POW && onnx_shape_of(c, a).type == VTPU_S32) {
+		/*
+		 * The device's pow is f32 only. Integer powers go through
+		 * it: a correctly rounded pow is exact wherever the result
+		 * fits f32's 24-bit significand.
+		 */
+		int y;
+
+		a = onnx_chk(c, vtpu_g_convert(c->g, a, VTPU_F32));
+		if (b >= 0 && onnx_shape_of(c, b).type != VTPU_F32)
+			b = onnx_chk(c, vtpu_g_convert(c->g, b, VTPU_F32));
+		y = a < 0 || b < 0 ? -EINVAL : onnx_binary(c, VTPU_POW, a, b);
+		return onnx_out(c, n, 0, y < 0 ? y :
+				onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32)));
+	}
+	/* Pow's exponent may have another type; the result has the base's. */
+	if (onnx_shape_of(c, a).type != onnx_shape_of(c, b).type && d->arg == VTPU_POW)
+		b = onnx_chk(c, vtpu_g_convert(c->g, b, onnx_shape_of(c, a).type));
+	return onnx_out(c, n, 0, b < 0 ? b : onnx_binary(c, d->arg, a, b));
+}
+
+/*
+ * And/Or/Xor (arg: 0, 1, 2) and Not (arg 3) on pred values, through
+ * s32 0/1: min, max, !=, == 0.
+ */
+int onnx_op_logical(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[2] = { onnx_in(c, n, 0), d->arg == 3 ? -1 : onnx_in(c, n, 1) }, y;
+	int na = d->arg == 3 ? 1 : 2;
+
+	for (int i = 0; i < na; i++) {
+		if (v[i] < 0)
+			return v[i];
+		if (onnx_shape_of(c, v[i]).type != VTPU_PRED)
+			return onnx_fail(c, "input %d must be bool", i);
+		v[i] = onnx_chk(c, vtpu_g_convert(c->g, v[i], VTPU_S32));
+		if (v[i] < 0)
+			return v[i];
+	}
+	if (na == 2 && bcast_all(c, 2, v))
+		return -EINVAL;
+	switch (d->arg) {
+	case 0: y = onnx_chk(c, vtpu_g_binary(c->g, VTPU_MIN, v[0], v[1])); break;
+	case 1: y = onnx_chk(c, vtpu_g_binary(c->g, VTPU_MAX, v[0], v[1])); break;
+	case 2: return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_compare(c->g, VTPU_NE, v[0], v[1])));
+	default: return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, v[0],
+							    onnx_splat(c, 0, v[0]))));
+	}
+	return onnx_out(c, n, 0, y < 0 ? y : onnx_chk(c, vtpu_g_compare(c->g, VTPU_NE, y,
+							       onnx_splat(c, 0, y))));
+}
+
+/* Max/Min/Sum/Mean: a left fold over any number of inputs. */
+int onnx_op_variadic(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int acc = onnx_in(c, n, 0);
+
+	for (size_t i = 1; i < n->n_input && acc >= 0; i++)
+		acc = onnx_binary(c, d->arg, acc, onnx_in(c, n, i));
+	if (acc >= 0 && d->arg2)	/* Mean */
+		acc = onnx_binary(c, VTPU_DIV, acc, onnx_splat(c, (double)n->n_input, acc));
+	return onnx_out(c, n, 0, acc);
+}
+
+int onnx_op_compare(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[2] = { onnx_in(c, n, 0), onnx_in(c, n, 1) };
+
+	if (bcast_all(c, 2, v))
+		return -EINVAL;
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_compare(c->g, d->arg, v[0], v[1])));
+}
+
+int onnx_op_unary(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0);
+
+	return onnx_out(c, n, 0, x < 0 ? x : onnx_chk(c, vtpu_g_unary(c->g, d->arg, x)));
+}
+
+int onnx_op_gelu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	if (!onnx_attr_s_is(n, "approximate", "none", "none"))
+		return onnx_fail(c, "unsupported approximate='tanh'");
+	return onnx_op_unary(c, n, d);
+}
+
+int onnx_op_reciprocal(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0);
+
+	(void)d;
+	return onnx_out(c, n, 0, x < 0 ? x : onnx_binary(c, VTPU_DIV, onnx_splat(c, 1, x), x));
+}
+
+/* select(x > 0, 1, select(x < 0, -1, 0)), in x's type. */
+int onnx_op_sign(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), zero, pos, neg, y;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	zero = onnx_splat(c, 0, x);
+	pos = zero < 0 ? zero : onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, x, zero));
+	neg = zero < 0 ? zero : onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, x, zero));
+	if (pos < 0 || neg < 0)
+		return -EINVAL;
+	y = onnx_chk(c, vtpu_g_select(c->g, neg, onnx_splat(c, -1, x), zero));
+	return onnx_out(c, n, 0, y < 0 ? y :
+			onnx_chk(c, vtpu_g_select(c->g, pos, onnx_splat(c, 1, x), y)));
+}
+
+/* x < -lambd ? x + bias : x > lambd ? x - bias : 0. */
+int onnx_op_shrink(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), lo, hi, y;
+	double l = onnx_attr_f(n, "lambd", 0.5f), b = onnx_attr_f(n, "bias", 0.0f);
+
+	(void)d;
+	if (x < 0)
+		return x;
+	lo = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, x, onnx_splat(c, -l, x)));
+	hi = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, x, onnx_splat(c, l, x)));
+	if (lo < 0 || hi < 0)
+		return -EINVAL;
+	y = onnx_chk(c, vtpu_g_select(c->g, hi, onnx_binary(c, VTPU_SUB, x, onnx_splat(c, b, x)),
+				      onnx_splat(c, 0, x)));
+	return onnx_out(c, n, 0, y < 0 ? y : onnx_chk(c, vtpu_g_select(c->g, lo,
+				onnx_binary(c, VTPU_ADD, x, onnx_splat(c, b, x)), y)));
+}
+
+/* select(x > 0, x, slope * x): LeakyRelu (alpha) and PRelu (input 1). */
+int onnx_op_leaky(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), slope, zero, p;
+	struct vtpu_shape s;
+
+	if (x < 0)
+		return x;
+	s = onnx_shape_of(c, x);
+	slope = d->arg ? onnx_in(c, n, 1) : onnx_splat(c, onnx_attr_f(n, "alpha", 0.01f), x);
+	if (d->arg && slope >= 0 && c->opset < 7 && s.rank >= 2) {
+		struct vtpu_shape ss = onnx_shape_of(c, slope);
+
+		/* Before opset 7 a [C] slope is per channel (dimension 1). */
+		if (ss.rank == 1 && ss.dims[0] == s.dims[1] && ss.dims[0] > 1) {
+			int64_t t[R];
+
+			for (int i = 0; i < s.rank - 1; i++)
+				t[i] = i ? 1 : s.dims[1];
+			slope = onnx_reshape(c, slope, s.rank - 1, t);
+		}
+	}
+	slope = slope < 0 ? slope : onnx_bcast_to(c, slope, s.rank, s.dims);
+	zero = onnx_splat(c, 0, x);
+	if (slope < 0 || zero < 0)
+		return -EINVAL;
+	p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, x, zero));
+	slope = onnx_chk(c, vtpu_g_binary(c->g, VTPU_MUL, slope, x));
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, p, x, slope)));
+}
+
+/* Elu: select(x > 0, x, alpha * (exp(x) - 1)). */
+int onnx_op_elu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), e, p;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	e = onnx_binary(c, VTPU_SUB, onnx_chk(c, vtpu_g_unary(c->g, VTPU_EXP, x)),
+			onnx_splat(c, 1, x));
+	e = onnx_binary(c, VTPU_MUL, e, onnx_splat(c, onnx_attr_f(n, "alpha", 1.0f), x));
+	p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, x, onnx_splat(c, 0, x)));
+	if (e < 0 || p < 0)
+		return -EINVAL;
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, p, x, e)));
+}
+
+/* Softplus: log(exp(x) + 1). */
+int onnx_op_softplus(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), e;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	e = onnx_binary(c, VTPU_ADD, onnx_chk(c, vtpu_g_unary(c->g, VTPU_EXP, x)),
+			onnx_splat(c, 1, x));
+	return onnx_out(c, n, 0, e < 0 ? e : onnx_chk(c, vtpu_g_unary(c->g, VTPU_LOG, e)));
+}
+
+/* Clip: max(min) against attributes (opset < 11) or optional inputs. */
+int onnx_op_clip(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), lo = -1, hi = -1;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (c->opset < 11) {
+		if (onnx_attr(n, "min"))
+			lo = onnx_splat(c, onnx_attr_f(n, "min", 0), x);
+		if (onnx_attr(n, "max"))
+			hi = onnx_splat(c, onnx_attr_f(n, "max", 0), x);
+	} else {
+		if (onnx_has_in(n, 1))
+			lo = onnx_in(c, n, 1);
+		if (onnx_has_in(n, 2))
+			hi = onnx_in(c, n, 2);
+	}
+	if (lo >= 0)
+		x = onnx_binary(c, VTPU_MAX, x, lo);
+	if (hi >= 0 && x >= 0)
+		x = onnx_binary(c, VTPU_MIN, x, hi);
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : x);
+}
+
+int onnx_op_where(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[3] = { onnx_in(c, n, 0), onnx_in(c, n, 1), onnx_in(c, n, 2) };
+
+	(void)d;
+	if (bcast_all(c, 3, v))
+		return -EINVAL;
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, v[0], v[1], v[2])));
+}
+
+int onnx_op_cast(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int64_t to = onnx_attr_i(n, "to", 0);
+	bool ok;
+	enum vtpu_type t = onnx_type((int)to, &ok);
+	int x;
+
+	(void)d;
+	if (!ok)
+		return onnx_fail(c, "unsupported cast to %s", onnx_type_name((int)to));
+	if (t == VTPU_S64 && !c->folding)
+		t = VTPU_S32;
+	x = onnx_in(c, n, 0);
+	if (x < 0)
+		return x;
+	if (onnx_shape_of(c, x).type == t)
+		return onnx_out(c, n, 0, x);
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_convert(c->g, x, t)));
+}
+
+/* CastLike: Cast to the type of input 1 (its values unused). */
+int onnx_op_castlike(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), like = onnx_in(c, n, 1);
+	enum vtpu_type t;
+
+	(void)d;
+	if (x < 0 || like < 0)
+		return -EINVAL;
+	t = onnx_shape_of(c, like).type;
+	if (onnx_shape_of(c, x).type == t)
+		return onnx_out(c, n, 0, x);
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_convert(c->g, x, t)));
+}
+
+/* IsNaN (arg 0): x != x. IsInf (arg 1): |x| == inf, by sign if asked. */
+int onnx_op_isnan_inf(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), y, pos, neg;
+
+	if (x < 0)
+		return x;
+	if (!d->arg)
+		return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_compare(c->g, VTPU_NE, x, x)));
+	pos = onnx_attr_i(n, "detect_positive", 1) ?
+	      onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, onnx_splat(c, INFINITY, x))) : -1;
+	neg = onnx_attr_i(n, "detect_negative", 1) ?
+	      onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, x, onnx_splat(c, -INFINITY, x))) : -1;
+	if (pos >= 0 && neg >= 0) {
+		/* pred or pred: select(pos, pos, neg) */
+		y = onnx_chk(c, vtpu_g_select(c->g, pos, pos, neg));
+	} else if (pos >= 0 || neg >= 0) {
+		y = pos >= 0 ? pos : neg;
+	} else {	/* neither sign: all false */
+		y = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, onnx_splat(c, 1, x),
+					       onnx_splat(c, 0, x)));
+	}
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/* ThresholdedRelu: select(x > alpha, x, 0). */
+int onnx_op_thresholded_relu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), p;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, x,
+				       onnx_splat(c, onnx_attr_f(n, "alpha", 1.0f), x)));
+	return onnx_out(c, n, 0, p < 0 ? p :
+			onnx_chk(c, vtpu_g_select(c->g, p, x, onnx_splat(c, 0, x))));
+}
+
+/*
+ * Floor (arg 0), Ceil (1), Round (2, half to even) of f32. The device's
+ * f32 -> s32 conversion truncates, so t = trunc(x) for |x| < 2^23 (above,
+ * x is an integer already, or inf or NaN, and is its own result); then
+ * step t by one where it is on the wrong side, or (Round) where the
+ * fraction is over one half, or exactly one half and t is odd.
+ */
+int onnx_op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), t, big, adj, y, one, zero;
+
+	if (x < 0)
+		return x;
+	if (onnx_shape_of(c, x).type != VTPU_F32)
+		return onnx_shape_of(c, x).type == VTPU_S32 ? onnx_out(c, n, 0, x) :
+		       onnx_fail(c, "unsupported type");
+	t = onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_S32));
+	t = t < 0 ? t : onnx_chk(c, vtpu_g_convert(c->g, t, VTPU_F32));
+	one = onnx_splat(c, 1, x);
+	zero = onnx_splat(c, 0, x);
+	if (t < 0 || one < 0 || zero < 0)
+		return -EINVAL;
+	if (d->arg == 0) {	/* t > x: one less */
+		adj = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, t, x));
+		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, adj,
+					onnx_splat(c, -1, x), zero));
+	} else if (d->arg == 1) {	/* t < x: one more */
+		adj = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, t, x));
+		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, adj, one, zero));
+	} else {
+		int fr = onnx_binary(c, VTPU_SUB, x, t), a, s, over, half, odd, h;
+
+		a = fr < 0 ? fr : onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, fr));
+		/* the step's direction: x's sign */
+		s = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, x, zero));
+		s = s < 0 ? s : onnx_chk(c, vtpu_g_select(c->g, s, onnx_splat(c, -1, x), one));
+		over = a < 0 ? a : onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, a,
+							      onnx_splat(c, 0.5, x)));
+		half = a < 0 ? a : onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, a,
+							      onnx_splat(c, 0.5, x)));
+		/* t odd: t - 2 * trunc(t / 2) != 0 (t / 2 is exact) */
+		h = onnx_binary(c, VTPU_MUL, t, onnx_splat(c, 0.5, x));
+		h = h < 0 ? h : onnx_chk(c, vtpu_g_convert(c->g, h, VTPU_S32));
+		h = h < 0 ? h : onnx_chk(c, vtpu_g_convert(c->g, h, VTPU_F32));
+		h = h < 0 ? h : onnx_binary(c, VTPU_MUL, h, onnx_splat(c, 2, x));
+		odd = h < 0 ? h : onnx_chk(c, vtpu_g_compare(c->g, VTPU_NE, t, h));
+		if (s < 0 || over < 0 || half < 0 || odd < 0)
+			return -EINVAL;
+		/* half and odd: step; over: step; else 0 */
+		adj = onnx_chk(c, vtpu_g_select(c->g, odd, s, zero));
+		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, half, adj, zero));
+		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, over, s, adj));
+	}
+	y = adj < 0 ? adj : onnx_binary(c, VTPU_ADD, t, adj);
+	big = onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
+	big = big < 0 ? big : onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, big,
+							 onnx_splat(c, 8388608.0, x)));
+	if (y < 0 || big < 0)
+		return -EINVAL;
+	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, big, y, x)));
+}
+
+/* Softsign: x / (1 + |x|). */
+int onnx_op_softsign(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), a;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	a = onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
+	a = a < 0 ? a : onnx_binary(c, VTPU_ADD, a, onnx_splat(c, 1, x));
+	return onnx_out(c, n, 0, a < 0 ? a : onnx_binary(c, VTPU_DIV, x, a));
+}
+
+/* Selu: gamma * select(x > 0, x, alpha * (exp(x) - 1)). */
+int onnx_op_selu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), e, p, y;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	e = onnx_binary(c, VTPU_SUB, onnx_chk(c, vtpu_g_unary(c->g, VTPU_EXP, x)),
+			onnx_splat(c, 1, x));
+	e = onnx_binary(c, VTPU_MUL, e,
+			onnx_splat(c, onnx_attr_f(n, "alpha", 1.67326319217681884765625f), x));
+	p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, x, onnx_splat(c, 0, x)));
+	if (e < 0 || p < 0)
+		return -EINVAL;
+	y = onnx_chk(c, vtpu_g_select(c->g, p, x, e));
+	y = onnx_binary(c, VTPU_MUL, y,
+			onnx_splat(c, onnx_attr_f(n, "gamma", 1.05070102214813232421875f), x));
+	return onnx_out(c, n, 0, y);
+}
+
+/* HardSigmoid: max(0, min(1, alpha * x + beta)). */
+int onnx_op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), y;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	y = onnx_binary(c, VTPU_MUL, x, onnx_splat(c, onnx_attr_f(n, "alpha", 0.2f), x));
+	y = onnx_binary(c, VTPU_ADD, y, onnx_splat(c, onnx_attr_f(n, "beta", 0.5f), x));
+	y = onnx_binary(c, VTPU_MIN, y, onnx_splat(c, 1, x));
+	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, 0, x));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}

@@ -79,8 +79,6 @@ static void vtpu_job_free(struct vtpu_job *job)
 		vtpu_bo_unmap_range(&job->bos[i].map);
 		drm_gem_object_put(&job->bos[i].bo->base.base);
 	}
-	kfree(job->bos);
-	kfree(job->ebind);
 	kvfree(job->prog);
 	vtpu_program_put(job->program);
 	if (job->stats) {
@@ -254,20 +252,17 @@ static int vtpu_job_bind(struct vtpu_job *job, struct drm_file *file,
 			 struct vtpu_binding_desc *desc)
 {
 	struct drm_device *drm = &job->vdev->drm;
-	struct drm_vtpu_binding *b;
+	struct drm_vtpu_binding *b = job->ubind;
 	unsigned int i;
-	int ret = 0;
+	int ret;
 
 	if (!args->binding_count)
 		return 0;
 
-	b = kvmalloc_array(args->binding_count, sizeof(*b), vtpu_job_gfp(job));
-	if (!b)
-		return -ENOMEM;
 	ret = vtpu_job_copy_from_user(job, b, args->bindings,
 				      array_size(args->binding_count, sizeof(*b)));
 	if (ret)
-		goto out;
+		return ret;
 
 	for (i = 0; i < args->binding_count; i++) {
 		struct vtpu_job_bo *jbo = &job->bos[i];
@@ -275,22 +270,19 @@ static int vtpu_job_bind(struct vtpu_job *job, struct drm_file *file,
 
 		if (!flags || flags & ~(DRM_VTPU_BIND_READ | DRM_VTPU_BIND_WRITE)) {
 			drm_dbg(drm, "submit: binding %u flags 0x%x\n", i, flags);
-			ret = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 		ret = vtpu_job_add_bo(job, file, b[i].handle, b[i].offset,
 				      b[i].size, jbo);
 		if (ret)
-			goto out;
+			return ret;
 		job->ebind[i].data = jbo->map.vaddr;
 		job->ebind[i].size = b[i].size;
 		desc[i].size = b[i].size;
 		desc[i].access = (flags & DRM_VTPU_BIND_READ ? VTPU_ACCESS_READ : 0) |
 				 (flags & DRM_VTPU_BIND_WRITE ? VTPU_ACCESS_WRITE : 0);
 	}
-out:
-	kvfree(b);
-	return ret;
+	return 0;
 }
 
 static int vtpu_job_validate(struct vtpu_job *job,
@@ -515,12 +507,27 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
 				       const struct drm_vtpu_submit *args,
 				       bool nowait)
 {
+	/* One slot per binding, plus the profile buffer. */
+	u32 n = args->binding_count + 1;
 	gfp_t gfp = vtpu_gfp(nowait);
 	struct vtpu_job *job;
 
-	job = kzalloc(sizeof(*job), gfp);
+	/*
+	 * One allocation for the job and its per-binding arrays (64
+	 * bindings at most), sizes multiples of 8: fewer allocations on
+	 * the submit path, io_uring's non-blocking one above all.
+	 */
+	job = kzalloc(sizeof(*job) + n * (sizeof(*job->bos) +
+					  sizeof(*job->ebind) +
+					  sizeof(*job->desc) +
+					  sizeof(*job->ubind)), gfp);
 	if (!job)
 		return ERR_PTR(-ENOMEM);
+	job->nbos = n;
+	job->bos = (void *)(job + 1);
+	job->ebind = (void *)(job->bos + n);
+	job->desc = (void *)(job->ebind + n);
+	job->ubind = (void *)(job->desc + n);
 	job->vdev = vdev;
 	job->nowait = nowait;
 	INIT_LIST_HEAD(&job->node);
@@ -534,12 +541,8 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
 		return ERR_PTR(-EBUSY);
 	}
 
-	/* One slot per binding, plus the profile buffer. */
-	job->nbos = args->binding_count + 1;
-	job->bos = kcalloc(job->nbos, sizeof(*job->bos), gfp);
-	job->ebind = kcalloc(args->binding_count + 1, sizeof(*job->ebind), gfp);
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), gfp);
-	if (!job->bos || !job->ebind || !job->hw_fence) {
+	if (!job->hw_fence) {
 		vtpu_job_free(job);
 		return ERR_PTR(-ENOMEM);
 	}
@@ -569,7 +572,7 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 {
 	struct vtpu_device *vdev = to_vtpu_device(drm);
 	struct vtpu_file *vfile = file->driver_priv;
-	struct vtpu_binding_desc *desc = NULL;
+	struct vtpu_binding_desc *desc;
 	struct dma_fence_chain *chain = NULL;
 	struct drm_syncobj *out_sync = NULL;
 	struct dma_fence *out_fence = NULL;
@@ -594,13 +597,7 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	}
 	job->queued = ktime_get_ns();
 
-	desc = kcalloc(args->binding_count + 1, sizeof(*desc),
-		       vtpu_job_gfp(job));
-	if (!desc) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-
+	desc = job->desc;
 	ret = vtpu_job_bind(job, file, args, desc);
 	if (ret)
 		goto err_free;
@@ -695,7 +692,6 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		dma_fence_put(out_fence);
 		drm_syncobj_put(out_sync);
 	}
-	kfree(desc);
 	args->job_id = id;
 	return 0;
 
@@ -707,7 +703,6 @@ err_cleanup:
 		drm_syncobj_put(out_sync);
 	drm_sched_job_cleanup(&job->base);
 err_free:
-	kfree(desc);
 	vtpu_job_free(job);
 	/* Out of memory without reclaim: worth a try that may wait. */
 	return nowait && ret == -ENOMEM ? -EAGAIN : ret;

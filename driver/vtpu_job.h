@@ -15,6 +15,7 @@
 #include "vtpu_gem.h"
 
 struct drm_printer;
+struct drm_vtpu_binding;
 struct drm_vtpu_profile;
 struct drm_vtpu_submit;
 struct vtpu_bo;
@@ -77,6 +78,8 @@ struct vtpu_job_bo {
  * @bos: bound buffers, then the profile buffer if any
  * @nbos: entries in @bos
  * @ebind: the bindings as the executor sees them
+ * @desc: the bindings as the validator sees them
+ * @ubind: the bindings as SUBMIT gave them (used while submitting)
  * @profile: where the profile goes, inside the profile buffer, or NULL;
  *	userspace may write there too, so the kernel only ever writes it
  * @trace_count: TRACE records written to @profile so far
@@ -99,6 +102,8 @@ struct vtpu_job {
 	struct vtpu_job_bo *bos;
 	unsigned int nbos;
 	struct vtpu_exec_binding *ebind;
+	struct vtpu_binding_desc *desc;
+	struct drm_vtpu_binding *ubind;
 	struct drm_vtpu_profile *profile;
 	u32 trace_count;
 	struct dma_fence *hw_fence;

@@ -469,10 +469,30 @@ static int lower_node(struct ir_graph *g, const struct ir_node *n)
 	}
 }
 
+/*
+ * The device has no int64. Frontends fold integer arithmetic exactly at
+ * import (ONNX shape computations) or compute int64 as s32 (ONNX data,
+ * see its header): an s64 value still here would be computed wrongly.
+ */
+static int refuse_s64(struct ir_graph *g)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].op != OP_DEAD && g->nodes[i].shape.type == VTPU_S64)
+			return ir_error(g, ENOTSUP,
+					"node %d (%s): s64 computation: the device computes in f32, bf16 and s32 (fold integer arithmetic before compiling, or convert to s32)",
+					i, ir_ops[g->nodes[i].op].name);
+	return 0;
+}
+
 int pass_lower(struct ir_graph *g)
 {
 	int i, n = g->n, id;
 
+	id = refuse_s64(g);
+	if (id)
+		return id;
 	for (i = 0; i < n; i++) {
 		struct ir_node node = g->nodes[i];
 

@@ -60,7 +60,7 @@ struct ctx {
 	char *err;
 	size_t errlen;
 	bool failed;
-	bool folding;		/* building a node on host constants: s64 as f32 */
+	bool folding;		/* building a node on host constants (fold.c) */
 	const struct vtpu_onnx_binding *bind;	/* vtpu_onnx_parse_bound() */
 	int nbind;
 };
@@ -94,6 +94,10 @@ enum { POST_NONE, POST_SQRT, POST_LOG };
 int onnx_fail(struct ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int onnx_chk(struct ctx *c, int id);
+
+/* ---- fold.c -------------------------------------------------------------- */
+
+int onnx_fold(struct ctx *c, node_t *n, const struct opdef *d);
 
 /* ---- values.c ------------------------------------------------------------ */
 
@@ -129,6 +133,8 @@ int onnx_cv_reals(struct ctx *c, const struct cval *cv, double *out, int max,
 		  const char *what);
 struct cval *onnx_cval_new(enum vtpu_type type, int rank, const int64_t *dims,
 			   const void *data, int64_t n);
+struct cval *onnx_cval_alloc(enum vtpu_type type, int rank,
+			     const int64_t *dims, int64_t n);
 struct cval *onnx_tensor(struct ctx *c, const Onnx__TensorProto *t);
 int onnx_keep_const(struct ctx *c, node_t *n, struct cval *cv);
 int onnx_op_constant(struct ctx *c, node_t *n, const struct opdef *d);

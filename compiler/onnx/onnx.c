@@ -408,150 +408,12 @@ static int check_attrs(struct ctx *c, node_t *n, const struct opdef *d)
 	return 0;
 }
 
-/* The folded value of output val @v (f32 back to s64 when @to_int). */
-static struct cval *folded(struct vtpu_graph *tg, int id,
-			   void *data, bool to_int)
-{
-	struct vtpu_shape s;
-	struct cval *cv;
-
-	vtpu_graph_shape(tg, id, &s);
-	if (!to_int || s.type != VTPU_F32)
-		return onnx_cval_new(s.type, s.rank, s.dims, data, shape_elems(&s));
-	cv = onnx_cval_new(VTPU_S64, s.rank, s.dims, NULL, 0);
-	if (!cv)
-		return NULL;
-	free(cv->data);
-	cv->n = shape_elems(&s);
-	cv->data = malloc(cv->n * sizeof(int64_t) + 1);
-	if (!cv->data) {
-		free(cv);
-		return NULL;
-	}
-	for (int64_t i = 0; i < cv->n; i++)
-		((int64_t *)cv->data)[i] = (int64_t)llroundf(((float *)data)[i]);
-	return cv;
-}
-
-/* Host constants for all new outputs of a folded node, by ir_eval(). */
-static int fold_eval(struct ctx *c, struct vtpu_graph *tg, int first,
-		     bool to_int)
-{
-	int ids[16], at[16], nout = c->nv - first, ne = 0, ret;
-	void *outs[16] = { NULL };
-
-	if (nout < 1 || nout > 16)
-		return -EINVAL;
-	for (int i = first; i < c->nv; i++) {
-		/* A handler that made a host constant itself (Range, ...) */
-		if (c->v[i].id < 0) {
-			if (!c->v[i].c)
-				return -EINVAL;
-			continue;
-		}
-		at[ne] = i;
-		ids[ne++] = c->v[i].id;
-	}
-	if (!ne)
-		return 0;
-	if (vtpu_g_outputs(tg, ne, ids) < 0)
-		return -EINVAL;
-	ret = ir_eval(&tg->ir, NULL, outs);
-	for (int i = 0; i < ne; i++) {
-		struct cval *cv = ret ? NULL : folded(tg, ids[i], outs[i], to_int);
-
-		if (!cv)
-			ret = -EINVAL;
-		c->v[at[i]].id = -1;
-		c->v[at[i]].c = cv;
-		free(outs[i]);
-	}
-	return ret;
-}
-
-static bool foldable(struct ctx *c, node_t *n, const struct opdef *d,
-		     bool *has_int)
-{
-	static const char *const never =
-		"Constant,ConstantOfShape,Shape,Size,Identity,Dropout";
-	bool has_float = false;
-
-	*has_int = false;
-	if (onnx_in_list(never, d->name) || !n->n_input)
-		return false;
-	for (size_t i = 0; i < n->n_input; i++) {
-		struct val *v = n->input[i][0] ? onnx_lookup(c, n->input[i]) : NULL;
-
-		if (!n->input[i][0])
-			continue;
-		if (!v || !v->c || !v->c->n || v->c->n > MAX_FOLD)
-			return false;
-		*has_int |= v->c->type == VTPU_S64;
-		has_float |= v->c->type == VTPU_F32 || v->c->type == VTPU_BF16;
-	}
-	/* f32 results are s64 ones only when no input was really float. */
-	*has_int &= !has_float;
-	return true;
-}
-
-/*
- * Builds a node whose inputs are all host constants into a scratch graph
- * and evaluates it, so that shape arithmetic (Shape -> Gather -> Concat
- * -> Reshape) yields the host constants later nodes need. 1 when
- * folded; 0 (state restored) to build it normally.
- */
-static int fold(struct ctx *c, node_t *n, const struct opdef *d)
-{
-	struct vtpu_graph *main_g = c->g, *tg;
-	int saved[64], first = c->nv, ret;
-	bool has_int;
-	char *err = c->err;
-
-	if (n->n_input > 64 || !foldable(c, n, d, &has_int))
-		return 0;
-	tg = vtpu_graph_new();
-	if (!tg)
-		return 0;
-	for (size_t i = 0; i < n->n_input; i++) {
-		struct val *v = n->input[i][0] ? onnx_lookup(c, n->input[i]) : NULL;
-
-		saved[i] = v ? v->id : -1;
-		if (v)
-			v->id = -1;
-	}
-	c->g = tg;
-	c->folding = true;
-	c->err = NULL;		/* a failed fold is silent: build it normally */
-	ret = d->fn(c, n, d);
-	if (ret >= 0 && !c->failed)
-		ret = fold_eval(c, tg, first,
-				has_int && strcmp(d->name, "Cast") != 0);
-	else
-		ret = -EINVAL;
-	c->g = main_g;
-	c->folding = false;
-	c->err = err;
-	for (size_t i = 0; i < n->n_input; i++) {
-		struct val *v = n->input[i][0] ? onnx_lookup(c, n->input[i]) : NULL;
-
-		if (v)
-			v->id = saved[i];
-	}
-	if (ret < 0) {
-		for (int i = first; i < c->nv; i++)
-			onnx_cval_free(c->v[i].c);
-		c->nv = first;
-		c->failed = false;
-	}
-	vtpu_graph_free(tg);
-	return ret < 0 ? 0 : 1;
-}
-
 static int add_node(struct ctx *c, node_t *n)
 {
 	const char *dom = n->domain ? n->domain : "";
 	const struct opdef *d;
 	bool known;
+	int ret;
 
 	c->op = n->op_type ? n->op_type : "?";
 	if (*dom && strcmp(dom, "ai.onnx"))
@@ -571,8 +433,9 @@ static int add_node(struct ctx *c, node_t *n)
 				 (long long)c->opset);
 	if (check_attrs(c, n, d))
 		return -EINVAL;
-	if (fold(c, n, d))
-		return 0;
+	ret = onnx_fold(c, n, d);
+	if (ret)
+		return ret < 0 ? -EINVAL : 0;
 	if (d->fn(c, n, d) < 0 || c->failed)
 		return c->failed ? -EINVAL : onnx_fail(c, "failed");
 	return 0;

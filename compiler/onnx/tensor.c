@@ -77,41 +77,46 @@ int onnx_op_identity(struct ctx *c, node_t *n, const struct opdef *d)
  */
 int onnx_op_range(struct ctx *c, node_t *n, const struct opdef *d)
 {
+	static const char *const what[] = { "start", "limit", "delta" };
 	const struct cval *cv[3];
 	double v[3];
-	int64_t cnt;
+	int64_t iv[3], cnt;
 	struct cval *r;
 	bool is_int;
 
 	(void)d;
 	for (int i = 0; i < 3; i++) {
-		static const char *const what[] = { "start", "limit", "delta" };
-
 		cv[i] = onnx_cin(c, n, i, what[i]);
 		if (!cv[i] || onnx_cv_reals(c, cv[i], &v[i], 1, what[i]) != 1)
 			return c->failed ? -EINVAL : onnx_fail(c, "%s must be a scalar",
 							       what[i]);
 	}
+	is_int = cv[0]->type == VTPU_S64 || cv[0]->type == VTPU_S32;
 	if (v[2] == 0)
 		return onnx_fail(c, "delta is 0");
-	cnt = (int64_t)ceil((v[1] - v[0]) / v[2]);
+	if (is_int) {
+		/* In int64: a double is not exact beyond 2^53. */
+		for (int i = 0; i < 3; i++)
+			if (onnx_cv_ints(c, cv[i], &iv[i], 1, what[i]) != 1)
+				return -EINVAL;
+		if (__builtin_sub_overflow(iv[1], iv[0], &cnt))
+			return onnx_fail(c, "unsupported range from %lld to %lld",
+					 (long long)iv[0], (long long)iv[1]);
+		/* ceil(cnt / delta), truncating division rounded away */
+		cnt = cnt / iv[2] + (cnt % iv[2] != 0 && (cnt < 0) == (iv[2] < 0));
+	} else {
+		cnt = (int64_t)ceil((v[1] - v[0]) / v[2]);
+	}
 	cnt = cnt < 0 ? 0 : cnt;
 	if (!cnt || cnt > MAX_FOLD)
 		return onnx_fail(c, "unsupported range of %lld elements", (long long)cnt);
-	is_int = cv[0]->type == VTPU_S64 || cv[0]->type == VTPU_S32;
-	r = onnx_cval_new(is_int ? VTPU_S64 : VTPU_F32, 1, &cnt, NULL, 0);
+	r = onnx_cval_alloc(is_int ? VTPU_S64 : VTPU_F32, 1, &cnt, cnt);
 	if (!r)
 		return onnx_fail(c, "out of memory");
-	free(r->data);
-	r->n = cnt;
-	r->data = malloc(cnt * 8);
-	if (!r->data) {
-		free(r);
-		return onnx_fail(c, "out of memory");
-	}
 	for (int64_t i = 0; i < cnt; i++) {
 		if (is_int)
-			((int64_t *)r->data)[i] = (int64_t)v[0] + i * (int64_t)v[2];
+			((int64_t *)r->data)[i] = (int64_t)((uint64_t)iv[0] +
+							 (uint64_t)i * (uint64_t)iv[2]);
 		else
 			((float *)r->data)[i] = (float)(v[0] + i * v[2]);
 	}

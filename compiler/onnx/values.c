@@ -93,13 +93,24 @@ int onnx_value(struct ctx *c, const char *name)
 	s.rank = v->c->rank;
 	memcpy(s.dims, v->c->dims, sizeof(s.dims));
 	if (c->folding && s.type == VTPU_S64) {
-		/* The builder has no s64 arithmetic; shape math fits in f32. */
+		/*
+		 * The builder has no s64 arithmetic: a node folded through it
+		 * (fold.c) computes in f32, only on integers f32 holds exactly.
+		 */
 		float *f = malloc(v->c->n * sizeof(*f));
 
 		if (!f)
 			return onnx_fail(c, "out of memory");
-		for (int64_t i = 0; i < v->c->n; i++)
-			f[i] = (float)((const int64_t *)v->c->data)[i];
+		for (int64_t i = 0; i < v->c->n; i++) {
+			int64_t x = ((const int64_t *)v->c->data)[i];
+
+			if (x < -(1 << 24) || x > (1 << 24)) {
+				free(f);
+				return onnx_fail(c, "int64 %lld is not exact in f32",
+						 (long long)x);
+			}
+			f[i] = (float)x;
+		}
 		s.type = VTPU_F32;
 		v->id = onnx_chk(c, vtpu_g_constant(c->g, &s, f));
 		free(f);
@@ -364,6 +375,24 @@ struct cval *onnx_cval_new(enum vtpu_type type, int rank, const int64_t *dims,
 	}
 	if (n)
 		memcpy(cv->data, data, n * esize(type));
+	return cv;
+}
+
+/* A host constant of @type and @n elements, uninitialized. */
+struct cval *onnx_cval_alloc(enum vtpu_type type, int rank,
+			     const int64_t *dims, int64_t n)
+{
+	struct cval *cv = onnx_cval_new(type, rank, dims, NULL, 0);
+
+	if (!cv)
+		return NULL;
+	free(cv->data);
+	cv->n = n;
+	cv->data = malloc(n ? n * esize(type) : 1);
+	if (!cv->data) {
+		free(cv);
+		return NULL;
+	}
 	return cv;
 }
 

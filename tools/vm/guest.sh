@@ -54,7 +54,12 @@ finish() {
 [ "$VM_MODE" = run ] && stty -onlcr </dev/console 2>/dev/null
 
 loaded=
-if [ -n "$VM_MODULE" ]; then
+read -r osrelease </proc/sys/kernel/osrelease
+if [ -n "$VM_MODULE" ] && [ ! -d "/lib/modules/$osrelease" ]; then
+	# A kernel of our own (run.sh --kernel) has no modules tree: what
+	# the module needs is built in, or insmod below says what is missing.
+	:
+elif [ -n "$VM_MODULE" ]; then
 	# The DRM core and shmem helper are required, and so are the module's
 	# own hard dependencies (modinfo), or insmod fails. gpu-sched and
 	# drm_exec are what vtpu is expected to use; if they are missing, the
@@ -70,6 +75,8 @@ if [ -n "$VM_MODULE" ]; then
 	for m in gpu_sched drm_exec; do
 		[ -d "/sys/module/$m" ] || echo "vm: note: modprobe $m failed; continuing" >&2
 	done
+fi
+if [ -n "$VM_MODULE" ]; then
 	# What the kernel says about this insmod: the dmesg lines after these.
 	n=$(dmesg | wc -l)
 	# $VM_PARAMS is deliberately split into separate key=value words.

@@ -7,6 +7,14 @@
 #
 # Usage: tools/vm/run.sh [options] -- COMMAND [ARGS...]
 #   --kver V         kernel version (default: KVER from BUILD/config.mk)
+#   --kernel IMAGE   boot this bzImage instead of /boot/vmlinuz-V (e.g. the
+#                    debug kernel of tools/vm/debug-kernel.sh); without a
+#                    /lib/modules tree for its version, 9p, virtio and
+#                    what the module needs must be built in
+#   --append ARGS    more kernel command line (e.g. kmemleak=on)
+#   --wrap "CMD.."   run the command as CMD.. COMMAND (split on spaces):
+#                    a guest-side wrapper that runs after insmod and
+#                    before rmmod (tools/vm/debug-guest.sh)
 #   --module PATH    module to insmod before and rmmod after the command
 #                    (.ko, .ko.xz or .ko.zst); omitted: no module
 #   --params "K=V.." module parameters
@@ -60,6 +68,9 @@ die() {
 
 mode=run
 kver=
+image=
+append=
+wrap=
 module=
 params=
 timeout=300
@@ -70,6 +81,9 @@ allow=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kver) kver=${2?}; shift 2 ;;
+	--kernel) image=${2?}; shift 2 ;;
+	--append) append=${2?}; shift 2 ;;
+	--wrap) wrap=${2?}; shift 2 ;;
 	--module) module=${2?}; shift 2 ;;
 	--params) params=${2?}; shift 2 ;;
 	--timeout) timeout=${2?}; shift 2 ;;
@@ -96,14 +110,36 @@ build=$(cd "$build" && pwd)
 vmdir=$build/vm
 mkdir -p "$vmdir"
 
-if [ -z "$kver" ]; then
+# The version a bzImage announces: the boot protocol's kernel_version
+# field (at 0x20e) is the offset, less 0x200, of a NUL-terminated string
+# that starts with it.
+image_version() {
+	local off
+	off=$(od -An -tu2 -j $((0x20e)) -N2 "$1" | tr -d ' ')
+	[ -n "$off" ] && [ "$off" != 0 ] || return 1
+	dd if="$1" bs=1 skip=$((off + 0x200)) count=128 status=none |
+		tr '\0' '\n' | sed -n '1s/ .*//p'
+}
+
+if [ -n "$image" ]; then
+	[ -r "$image" ] || die "cannot read --kernel $image"
+	image=$(cd "$(dirname "$image")" && pwd)/$(basename "$image")
+	[ -n "$kver" ] || kver=$(image_version "$image") ||
+		die "$image is not a bzImage (no kernel version in it)"
+elif [ -z "$kver" ]; then
 	[ -f "$build/config.mk" ] || die "no --kver and no $build/config.mk (run tools/deps.sh)"
 	kver=$(sed -n 's/^KVER *:= *//p' "$build/config.mk")
 	[ -n "$kver" ] || die "no KVER in $build/config.mk"
 fi
-kernel=/boot/vmlinuz-$kver
+kernel=${image:-/boot/vmlinuz-$kver}
 [ -r "$kernel" ] || die "cannot read $kernel (is linux-image-$kver installed?)"
-[ -f "/lib/modules/$kver/modules.dep" ] || die "no /lib/modules/$kver/modules.dep"
+# A kernel of our own has no modules tree: what the guest needs is built in.
+modtree=
+if [ -f "/lib/modules/$kver/modules.dep" ]; then
+	modtree=1
+elif [ -z "$image" ]; then
+	die "no /lib/modules/$kver/modules.dep"
+fi
 
 modname=
 if [ -n "$module" ]; then
@@ -128,15 +164,28 @@ fi
 # What the 9p mounts need, in load order, from this kernel's modules.dep
 # (virtio_pci and the virtio core are built into Debian's kernel: those
 # show up as "builtin" and are skipped).
-mapfile -t kmods < <(modprobe -S "$kver" --show-depends -a 9p 9pnet_virtio |
-		     awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
-[ ${#kmods[@]} -gt 0 ] || die "modprobe --show-depends found no 9p modules for $kver"
+kmods=()
+if [ -n "$modtree" ]; then
+	mapfile -t kmods < <(modprobe -S "$kver" --show-depends -a 9p 9pnet_virtio |
+			     awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
+	[ ${#kmods[@]} -gt 0 ] || die "modprobe --show-depends found no 9p modules for $kver"
+else
+	# Fail here rather than with a guest that cannot mount its root,
+	# when the image sits in its build tree (which lists its built-ins).
+	builtin=$(dirname "$kernel")/../../../modules.builtin
+	if [ -f "$builtin" ]; then
+		for m in 9p 9pnet_virtio virtio_pci; do
+			grep -q "/$m.ko$" "$builtin" ||
+				die "$kernel has no modules tree and $m is not built in"
+		done
+	fi
+fi
 
 initrd=$vmdir/initramfs-$kver.cpio
 # Keyed on everything that goes in, and on this script (which lays it out).
 # Contents only: the same script reached by another path is the same input.
-key=$({ echo "$kver" "${kmods[@]}"; cat "$busybox" "$here/init" \
-	"${BASH_SOURCE[0]}" "${kmods[@]}"; } | sha256sum)
+key=$({ echo "$kver" "${kmods[@]+"${kmods[@]}"}"; cat "$busybox" "$here/init" \
+	"${BASH_SOURCE[0]}" ${kmods[@]+"${kmods[@]}"}; } | sha256sum)
 if [ ! -f "$initrd" ] || [ "$(cat "$initrd.key" 2>/dev/null)" != "$key" ]; then
 	echo "vm: building $initrd" >&2
 	stage=$(mktemp -d "$vmdir/initramfs.XXXXXX")
@@ -148,7 +197,8 @@ if [ ! -f "$initrd" ] || [ "$(cat "$initrd.key" 2>/dev/null)" != "$key" ]; then
 	# Decompress here: busybox insmod passes the file to init_module(),
 	# which (unlike finit_module()) cannot take a compressed module.
 	i=0
-	for m in "${kmods[@]}"; do
+	: >"$stage/lib/modules/order"
+	for m in ${kmods[@]+"${kmods[@]}"}; do
 		name=$(printf '%02d-%s.ko' $i "$(basename "${m%.ko*}")")
 		case $m in
 		*.xz) xz -dc "$m" ;;
@@ -174,7 +224,12 @@ fi
 # explicitly below. quiet+loglevel=4 keep the console to errors so the
 # command's output stays readable; the full log goes to dmesg.txt. panic=-1
 # with -no-reboot makes a panicking guest end QEMU at once.
+# Debian's kernel also gets SLUB's consistency checks, red zones, poisoning
+# and owner tracking, and KFENCE sampling every allocation it can: cheap
+# use-after-free and overflow detection (a debug kernel has KASAN instead).
 cmdline="console=ttyS0 quiet loglevel=4 panic=-1"
+[ -n "$image" ] || cmdline+=" slub_debug=FZPU kfence.sample_interval=1"
+cmdline+=${append:+ $append}
 qemu_base=(qemu-system-x86_64 -nodefaults -no-user-config -display none
 	   -cpu max -m 2G -smp 2 -no-reboot
 	   -kernel "$kernel" -initrd "$initrd")
@@ -250,6 +305,11 @@ rows='' cols=''
 	printf 'VM_TRACE=%q\n' "${VTPU_VM_TRACE:-}"
 	printf 'VM_ROWS=%q\nVM_COLS=%q\n' "$rows" "$cols"
 } >"$v/conf"
+if [ -n "$wrap" ]; then
+	# shellcheck disable=SC2206 # split on spaces, as documented
+	w=($wrap)
+	set -- "${w[@]}" "$@"
+fi
 # The command goes in a file, quoted, rather than on the kernel command
 # line: no length limit, no parsing by the kernel, any characters.
 { printf 'exec'; printf ' %q' "$@"; printf '\n'; } >"$v/cmd.sh"
@@ -328,8 +388,11 @@ elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a 
 
 failed=
 status=
+# Also in <results>/.vm/problems: callers that judge the command's status
+# themselves (a fault-injected run) still learn of every problem.
 report() {
 	echo "vm: $*" >&2
+	printf '%s\n' "$*" >>"$v/problems"
 	failed=1
 }
 

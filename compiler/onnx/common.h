@@ -167,6 +167,8 @@ int onnx_op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_softsign(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_selu(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_erf(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d);
 
 /* ---- reduce.c ------------------------------------------------------------ */
 

@@ -539,3 +539,142 @@ int onnx_op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d)
 	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, 0, x));
 	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
 }
+
+/* ---- functions the device lacks, from the ones it has ---------------------- */
+
+static int mul(struct ctx *c, int a, int b)
+{
+	return onnx_binary(c, VTPU_MUL, a, b);
+}
+
+static int add(struct ctx *c, int a, int b)
+{
+	return onnx_binary(c, VTPU_ADD, a, b);
+}
+
+static int cmp(struct ctx *c, enum vtpu_cmp_dir dir, int a, double b)
+{
+	return onnx_chk(c, vtpu_g_compare(c->g, dir, a, onnx_splat(c, b, a)));
+}
+
+static int sel(struct ctx *c, int p, int a, int b)
+{
+	return onnx_chk(c, vtpu_g_select(c->g, p, a, b));
+}
+
+/* k[0] + x (k[1] + x (k[2] + ...)) */
+static int horner(struct ctx *c, int x, const double *k, int nk)
+{
+	int y = onnx_splat(c, k[nk - 1], x);
+
+	for (int i = nk - 2; i >= 0; i--)
+		y = add(c, mul(c, y, x), onnx_splat(c, k[i], x));
+	return y;
+}
+
+/* trunc(x) for |x| < 2^31, by the device's truncating conversion. */
+static int trunc_f32(struct ctx *c, int x)
+{
+	x = onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_S32));
+	return onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
+}
+
+static int f32_in(struct ctx *c, node_t *n)
+{
+	int x = onnx_in(c, n, 0);
+
+	if (x >= 0 && onnx_shape_of(c, x).type != VTPU_F32)
+		return onnx_fail(c, "unsupported type %s (f32 only)",
+				 type_name(onnx_shape_of(c, x).type));
+	return x;
+}
+
+/*
+ * Erf from the device's exact GELU: erf(z) = 2 gelu(y) / y - 1 with
+ * y = z sqrt2, where |z| >= 1/2 (z clamped to +-10, where erf is +-1 in
+ * f32 and gelu(inf) / inf would be NaN); below, where that difference
+ * cancels, the Taylor series to z^13 (relative error < 1e-8 at 1/2).
+ * Exact GELU as torch exports it, x (1 + erf(x / sqrt2)) / 2, follows.
+ */
+int onnx_op_erf(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	static const double taylor[] = {
+		1.1283791670955126, -0.37612638903183754, 0.11283791670955126,
+		-0.026866170645131252, 0.005223977625442188,
+		-0.0008548327023450852, 0.00012055332981789664,
+	};
+	int z = f32_in(c, n), small, big, y;
+
+	(void)d;
+	if (z < 0)
+		return z;
+	small = mul(c, z, horner(c, mul(c, z, z), taylor, 7));
+	y = onnx_binary(c, VTPU_MIN, z, onnx_splat(c, 10, z));
+	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, -10, z));
+	y = mul(c, y, onnx_splat(c, M_SQRT2, z));
+	big = onnx_chk(c, vtpu_g_unary(c->g, VTPU_GELU, y));
+	big = onnx_binary(c, VTPU_DIV, mul(c, big, onnx_splat(c, 2, z)), y);
+	big = onnx_binary(c, VTPU_SUB, big, onnx_splat(c, 1, z));
+	y = cmp(c, VTPU_LT, onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, z)), 0.5);
+	y = sel(c, y, small, big);
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/*
+ * sin (@want 0) or cos (1) of f32 @x: x = k pi/2 + r with |r| <= pi/4
+ * (pi/2 in three parts, Cody and Waite's, whose products with k are
+ * exact for |k| < 2^16), then Cephes' minimax polynomials for sin r and
+ * cos r, chosen and signed by k mod 4. A few ulp for |x| < 10^4; beyond,
+ * the reduction loses what f32 cannot hold.
+ */
+static int sin_cos(struct ctx *c, int x, int want)
+{
+	static const double ps[] = { -1.6666654611e-1, 8.3321608736e-3,
+				      -1.9515295891e-4 };
+	static const double pc[] = { 4.166664568298827e-2,
+				     -1.388731625493765e-3,
+				     2.443315711809948e-5 };
+	int u, k, r, z, s, co, q, t, odd, neg, y;
+
+	u = mul(c, x, onnx_splat(c, M_2_PI, x));
+	u = onnx_binary(c, VTPU_MIN, u, onnx_splat(c, 1 << 23, x));
+	u = onnx_binary(c, VTPU_MAX, u, onnx_splat(c, -(1 << 23), x));
+	k = trunc_f32(c, add(c, u, sel(c, cmp(c, VTPU_LT, u, 0),
+				       onnx_splat(c, -0.5, x),
+				       onnx_splat(c, 0.5, x))));
+	r = onnx_binary(c, VTPU_SUB, x, mul(c, k, onnx_splat(c, 1.5703125, x)));
+	r = onnx_binary(c, VTPU_SUB, r, mul(c, k, onnx_splat(c, 4.837512969970703125e-4, x)));
+	r = onnx_binary(c, VTPU_SUB, r, mul(c, k, onnx_splat(c, 7.54978995489188216e-8, x)));
+	z = mul(c, r, r);
+	s = add(c, r, mul(c, mul(c, r, z), horner(c, z, ps, 3)));
+	co = onnx_binary(c, VTPU_SUB, onnx_splat(c, 1, x),
+			 mul(c, z, onnx_splat(c, 0.5, x)));
+	co = add(c, co, mul(c, mul(c, z, z), horner(c, z, pc, 3)));
+	/* q = k mod 4, floor(k / 4) exact; cos x = sin(x + pi/2) */
+	t = mul(c, k, onnx_splat(c, 0.25, x));
+	q = trunc_f32(c, t);
+	q = onnx_binary(c, VTPU_SUB, q, sel(c, onnx_chk(c, vtpu_g_compare(c->g,
+				VTPU_GT, q, t)), onnx_splat(c, 1, x), onnx_splat(c, 0, x)));
+	q = onnx_binary(c, VTPU_SUB, k, mul(c, q, onnx_splat(c, 4, x)));
+	q = add(c, q, onnx_splat(c, want, x));
+	odd = sel(c, cmp(c, VTPU_EQ, q, 1), cmp(c, VTPU_EQ, q, 1),
+		  cmp(c, VTPU_EQ, q, 3));
+	neg = sel(c, cmp(c, VTPU_GE, q, 2), cmp(c, VTPU_LE, q, 3),
+		  cmp(c, VTPU_LT, q, 0));
+	y = sel(c, odd, co, s);
+	return sel(c, neg, onnx_chk(c, vtpu_g_unary(c->g, VTPU_NEG, y)), y);
+}
+
+/* Sin (arg 0), Cos (1), Tan (2). */
+int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = f32_in(c, n), y;
+
+	if (x < 0)
+		return x;
+	if (d->arg < 2)
+		y = sin_cos(c, x, d->arg);
+	else
+		y = onnx_binary(c, VTPU_DIV, sin_cos(c, x, 0), sin_cos(c, x, 1));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}

@@ -670,30 +670,146 @@ static const float *vtpu_bcast_row(const struct vtpu_exec *e,
 	return vtpu_frow(e, b, r);
 }
 
-/* UNARY, BINARY, CMP and SELECT: row by row, d[i][j] from a[i][j], b. */
-static void vtpu_exec_vpu(const struct vtpu_exec *e, const struct vtpu_insn *in)
+/*
+ * Long instructions run in pieces: a segment of a row (the VPU, REDUCE,
+ * FILL, IOTA, CONVERT, DMA), a strip of blocks (TRANSPOSE), a panel of
+ * d (MATMUL). Each piece adds its cost to e->work; once that reaches
+ * e->budget, the instruction stops after the piece and e->cur says where
+ * to resume. A piece runs exactly as the same stretch of the whole
+ * instruction would, in the same order, and nothing but e->cur carries
+ * over, so a resumed instruction gives the same bits as one run in one
+ * go, in place or not.
+ *
+ * Costs are in units of one f32 multiply-add of MATMUL, about 0.1 ns:
+ * the fixed cost of a piece, then what each element costs, measured on
+ * tiles that fill a 64 MiB VMEM (normal numbers: denormals are slower).
+ */
+#define VTPU_W_INSN	128	/* fetching and dispatching an instruction */
+#define VTPU_W_PIECE	128	/* a call, row addresses, a dispatch */
+#define VTPU_W_TRACE	512	/* the kernel takes a timestamp */
+#define VTPU_W_MOVE	8	/* memcpy(), memmove(), COPY */
+#define VTPU_W_SIMPLE	16	/* a compare or an IEEE operation */
+#define VTPU_W_SLOW	24	/* MAX/MIN, SQRT, FILL, conversions: branches */
+#define VTPU_W_IOTA	40	/* an integer conversion per element */
+#define VTPU_W_TR	64	/* TRANSPOSE: a cache miss per element */
+#define VTPU_W_TRANSC	160	/* EXP, LOG, TANH, SIGMOID: a polynomial */
+#define VTPU_W_POW	320	/* a log and an exp */
+#define VTPU_W_GELU	512	/* an exp and a Chebyshev series */
+
+/* A row segment costs at most this, VTPU_W_PIECE aside. */
+#define VTPU_CHUNK	BIT(15)
+
+static const u16 vtpu_unary_weight[VTPU_UNARY_NR] = {
+	[VTPU_UNARY_NEG] = VTPU_W_SIMPLE,
+	[VTPU_UNARY_ABS] = VTPU_W_SIMPLE,
+	[VTPU_UNARY_EXP] = VTPU_W_TRANSC,
+	[VTPU_UNARY_LOG] = VTPU_W_TRANSC,
+	[VTPU_UNARY_SQRT] = VTPU_W_SLOW,
+	[VTPU_UNARY_RSQRT] = VTPU_W_SLOW,
+	[VTPU_UNARY_RECIP] = VTPU_W_SIMPLE,
+	[VTPU_UNARY_TANH] = VTPU_W_TRANSC,
+	[VTPU_UNARY_SIGMOID] = VTPU_W_TRANSC,
+	[VTPU_UNARY_RELU] = VTPU_W_SIMPLE,
+	[VTPU_UNARY_GELU] = VTPU_W_GELU,
+	[VTPU_UNARY_COPY] = VTPU_W_MOVE,
+};
+
+static const u16 vtpu_binary_weight[VTPU_BINARY_NR] = {
+	[VTPU_BINARY_ADD] = VTPU_W_SIMPLE,
+	[VTPU_BINARY_SUB] = VTPU_W_SIMPLE,
+	[VTPU_BINARY_MUL] = VTPU_W_SIMPLE,
+	[VTPU_BINARY_DIV] = VTPU_W_SIMPLE,
+	[VTPU_BINARY_MAX] = VTPU_W_SLOW,
+	[VTPU_BINARY_MIN] = VTPU_W_SLOW,
+	[VTPU_BINARY_POW] = VTPU_W_POW,
+};
+
+/* Columns [@j, @j + @n) of row @r of an instruction. */
+typedef void (*vtpu_segment_fn)(struct vtpu_exec *e,
+				const struct vtpu_insn *in, u32 r, u32 j,
+				u32 n);
+
+/*
+ * Runs @fn over @rows rows of @cols columns in row-major order, in
+ * segments of at most @width columns, each costing @weight per column,
+ * from e->cur on. Returns true when done, false when the budget ran out
+ * first.
+ */
+static bool vtpu_exec_rows(struct vtpu_exec *e, const struct vtpu_insn *in,
+			   u32 rows, u32 cols, u32 width, u32 weight,
+			   vtpu_segment_fn fn)
 {
-	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	u32 i = e->cur.i, j = e->cur.j, n;
+	u64 work = e->work, budget = e->budget;
+
+	/* In locals: a segment's stores could alias e as far as GCC knows. */
+	while (i < rows) {
+		n = min(width, cols - j);
+		fn(e, in, i, j, n);
+		work += (u64)n * weight + VTPU_W_PIECE;
+		j += n;
+		if (j == cols) {
+			j = 0;
+			i++;
+		}
+		if (work >= budget && i < rows) {
+			e->cur.i = i;
+			e->cur.j = j;
+			e->work = work;
+			return false;
+		}
+	}
+	e->cur.i = 0;
+	e->cur.j = 0;
+	e->work = work;
+	return true;
+}
+
+/* The same, for operations that cost @weight per element. */
+static bool vtpu_exec_elems(struct vtpu_exec *e, const struct vtpu_insn *in,
+			    u32 rows, u32 cols, u32 weight, vtpu_segment_fn fn)
+{
+	return vtpu_exec_rows(e, in, rows, cols, VTPU_CHUNK / weight, weight,
+			      fn);
+}
+
+/* UNARY, BINARY, CMP and SELECT: d[i][j] from a[i][j], b. */
+static void vtpu_vpu_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
+			     u32 r, u32 j, u32 n)
+{
+	float *dr = vtpu_frow(e, &in->t.d, r) + j;
+	const float *ar = vtpu_frow(e, &in->t.a, r) + j;
 	float imm = vtpu_bitsf(in->imm);
 	const float *b;
-	u32 r, bs;
+	u32 bs;
 
-	for (r = 0; r < d->rows; r++) {
-		float *dr = vtpu_frow(e, d, r);
-		const float *ar = vtpu_frow(e, a, r);
-
-		if (in->op == VTPU_OP_UNARY) {
-			vtpu_unary_row(in->sub, dr, ar, d->cols);
-			continue;
-		}
-		b = vtpu_bcast_row(e, in, r, &imm, &bs);
-		if (in->op == VTPU_OP_BINARY)
-			vtpu_binary_row(in->sub, dr, ar, b, bs, d->cols);
-		else if (in->op == VTPU_OP_CMP)
-			vtpu_cmp_row(in->sub, dr, ar, b, bs, d->cols);
-		else
-			vtpu_select_row(dr, ar, b, bs, d->cols);
+	if (in->op == VTPU_OP_UNARY) {
+		vtpu_unary_row(in->sub, dr, ar, n);
+		return;
 	}
+	b = vtpu_bcast_row(e, in, r, &imm, &bs);
+	b += j * bs;
+	if (in->op == VTPU_OP_BINARY)
+		vtpu_binary_row(in->sub, dr, ar, b, bs, n);
+	else if (in->op == VTPU_OP_CMP)
+		vtpu_cmp_row(in->sub, dr, ar, b, bs, n);
+	else
+		vtpu_select_row(dr, ar, b, bs, n);
+}
+
+static bool vtpu_exec_vpu(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d;
+	u32 w = VTPU_W_SIMPLE;
+
+	if (in->op == VTPU_OP_UNARY)
+		w = vtpu_unary_weight[in->sub];
+	else if (in->op == VTPU_OP_BINARY)
+		w = vtpu_binary_weight[in->sub];
+	/* A function added to the ISA but not to a table: the dearest. */
+	if (!w)
+		w = VTPU_W_GELU;
+	return vtpu_exec_elems(e, in, d->rows, d->cols, w, vtpu_vpu_segment);
 }
 
 static __always_inline float vtpu_reduce_fn(u8 sub, float acc, float x)
@@ -708,86 +824,111 @@ static __always_inline float vtpu_reduce_fn(u8 sub, float acc, float x)
 }
 
 /*
- * AXIS_COLS folds each row into d[i][0]; AXIS_ROWS folds the rows one by
- * one into d's single row, so both run along memory.
+ * AXIS_COLS folds each row into d[i][0], carrying the partial result in
+ * e->cur.acc from one segment of the row to the next; AXIS_ROWS folds
+ * the rows one by one into d's single row, so both run along memory.
  */
-static __always_inline void vtpu_reduce_loop(u8 sub,
-					     const struct vtpu_exec *e,
-					     const struct vtpu_insn *in)
+static __always_inline void vtpu_reduce_loop(u8 sub, struct vtpu_exec *e,
+					     const struct vtpu_insn *in,
+					     u32 r, u32 j, u32 n)
 {
 	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
 	bool acc = in->flags & VTPU_F_ACC;
-	float *dr = vtpu_frow(e, d, 0), *dc, s;
-	const float *ar;
-	u32 r, j;
+	const float *ar = vtpu_frow(e, a, r);
+	u32 end = j + n;
+	float *dr, s;
 
 	if (in->flags & VTPU_F_AXIS_COLS) {
-		for (r = 0; r < a->rows; r++) {
-			ar = vtpu_frow(e, a, r);
-			dc = vtpu_frow(e, d, r);
-			s = acc ? dc[0] : ar[0];
-			for (j = !acc; j < a->cols; j++)
-				s = vtpu_reduce_fn(sub, s, ar[j]);
-			dc[0] = s;
-		}
+		dr = vtpu_frow(e, d, r);
+		if (j)
+			s = vtpu_bitsf(e->cur.acc);
+		else if (acc)
+			s = dr[0];
+		else
+			s = ar[j++];
+		for (; j < end; j++)
+			s = vtpu_reduce_fn(sub, s, ar[j]);
+		if (end == a->cols)
+			dr[0] = s;
+		else
+			e->cur.acc = vtpu_fbits(s);
 		return;
 	}
-	if (!acc)
-		memcpy(dr, vtpu_frow(e, a, 0), (size_t)a->cols * sizeof(*dr));
-	for (r = !acc; r < a->rows; r++) {
-		ar = vtpu_frow(e, a, r);
-		for (j = 0; j < a->cols; j++)
-			dr[j] = vtpu_reduce_fn(sub, dr[j], ar[j]);
+	dr = vtpu_frow(e, d, 0);
+	if (!r && !acc) {
+		memcpy(dr + j, ar + j, (size_t)n * sizeof(*dr));
+		return;
 	}
+	/* Indexed from the segment's start, GCC keeps this loop tight. */
+	dr += j;
+	ar += j;
+	for (j = 0; j < n; j++)
+		dr[j] = vtpu_reduce_fn(sub, dr[j], ar[j]);
 }
 
-static void vtpu_exec_reduce(const struct vtpu_exec *e,
-			     const struct vtpu_insn *in)
+static void vtpu_reduce_segment(struct vtpu_exec *e,
+				const struct vtpu_insn *in, u32 r, u32 j, u32 n)
 {
 	switch (in->sub) {
 	case VTPU_REDUCE_SUM:
-		vtpu_reduce_loop(VTPU_REDUCE_SUM, e, in);
+		vtpu_reduce_loop(VTPU_REDUCE_SUM, e, in, r, j, n);
 		break;
 	case VTPU_REDUCE_MAX:
-		vtpu_reduce_loop(VTPU_REDUCE_MAX, e, in);
+		vtpu_reduce_loop(VTPU_REDUCE_MAX, e, in, r, j, n);
 		break;
 	case VTPU_REDUCE_MIN:
-		vtpu_reduce_loop(VTPU_REDUCE_MIN, e, in);
+		vtpu_reduce_loop(VTPU_REDUCE_MIN, e, in, r, j, n);
 		break;
 	}
 }
 
+static bool vtpu_exec_reduce(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *a = &in->t.a;
+	u32 w = in->sub == VTPU_REDUCE_SUM ? VTPU_W_SIMPLE : VTPU_W_SLOW;
+
+	return vtpu_exec_elems(e, in, a->rows, a->cols, w,
+			       vtpu_reduce_segment);
+}
+
 /* FILL and IOTA: any dtype; elements are stored bytewise (no aliasing). */
-static void vtpu_exec_fill(const struct vtpu_exec *e, const struct vtpu_insn *in)
+static void vtpu_fill_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
+			      u32 r, u32 j, u32 n)
 {
 	const struct vtpu_tile *d = &in->t.d;
 	bool iota = in->op == VTPU_OP_IOTA;
 	bool rows = in->flags & VTPU_F_AXIS_ROWS;
-	u32 esize = vtpu_esize(d->dtype), r, j, w;
+	u32 esize = vtpu_esize(d->dtype), end = j + n, w;
 	u16 h = vtpu_bf16_round(in->imm);
+	u8 *dr = vtpu_row(e, d, r);
 	s64 v;
-	u8 *dr;
 
-	for (r = 0; r < d->rows; r++) {
-		dr = vtpu_row(e, d, r);
-		for (j = 0; j < d->cols; j++) {
-			if (!iota && esize == 2) {
-				memcpy(dr + 2 * j, &h, sizeof(h));
-				continue;
-			}
-			if (!iota) {
-				memcpy(dr + 4 * j, &in->imm, sizeof(in->imm));
-				continue;
-			}
-			v = (s64)(s32)in->imm + (rows ? r : j);
-			if (d->dtype == VTPU_DT_S32) {
-				w = (u32)v;
-				memcpy(dr + 4 * j, &w, sizeof(w));
-			} else {
-				vtpu_store_float(dr, d->dtype, j, (float)v);
-			}
+	for (; j < end; j++) {
+		if (!iota && esize == 2) {
+			memcpy(dr + 2 * j, &h, sizeof(h));
+			continue;
+		}
+		if (!iota) {
+			memcpy(dr + 4 * j, &in->imm, sizeof(in->imm));
+			continue;
+		}
+		v = (s64)(s32)in->imm + (rows ? r : j);
+		if (d->dtype == VTPU_DT_S32) {
+			w = (u32)v;
+			memcpy(dr + 4 * j, &w, sizeof(w));
+		} else {
+			vtpu_store_float(dr, d->dtype, j, (float)v);
 		}
 	}
+}
+
+static bool vtpu_exec_fill(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d;
+
+	return vtpu_exec_elems(e, in, d->rows, d->cols,
+			       in->op == VTPU_OP_IOTA ? VTPU_W_IOTA :
+			       VTPU_W_SLOW, vtpu_fill_segment);
 }
 
 /*
@@ -820,19 +961,34 @@ static void vtpu_convert_row(u8 *d, u8 ddt, const u8 *a, u8 adt, u32 n)
 	}
 }
 
-static void vtpu_exec_convert(const struct vtpu_exec *e,
-			      const struct vtpu_insn *in)
+static void vtpu_convert_segment(struct vtpu_exec *e,
+				 const struct vtpu_insn *in, u32 r, u32 j,
+				 u32 n)
 {
 	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
-	u32 r;
 
-	for (r = 0; r < d->rows; r++)
-		vtpu_convert_row(vtpu_row(e, d, r), d->dtype, vtpu_row(e, a, r),
-				 a->dtype, d->cols);
+	vtpu_convert_row(vtpu_row(e, d, r) + (size_t)j * vtpu_esize(d->dtype),
+			 d->dtype,
+			 vtpu_row(e, a, r) + (size_t)j * vtpu_esize(a->dtype),
+			 a->dtype, n);
 }
 
-/* TRANSPOSE in 16x16 blocks, so both sides stay in cache. */
+static bool vtpu_exec_convert(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_tile *d = &in->t.d;
+
+	return vtpu_exec_elems(e, in, d->rows, d->cols,
+			       d->dtype == in->t.a.dtype ? VTPU_W_MOVE :
+			       VTPU_W_SLOW, vtpu_convert_segment);
+}
+
+/*
+ * TRANSPOSE in 16x16 blocks, so both sides stay in cache. A piece is a
+ * run of blocks along one strip of VTPU_TR_BLOCK rows of a.
+ */
 #define VTPU_TR_BLOCK	16
+#define VTPU_TR_WIDTH	(VTPU_CHUNK / (VTPU_TR_BLOCK * VTPU_W_TR) / \
+			 VTPU_TR_BLOCK * VTPU_TR_BLOCK)
 
 static __always_inline void vtpu_transpose_block(const struct vtpu_exec *e,
 						 const struct vtpu_insn *in,
@@ -852,20 +1008,32 @@ static __always_inline void vtpu_transpose_block(const struct vtpu_exec *e,
 	}
 }
 
-static void vtpu_exec_transpose(const struct vtpu_exec *e,
+/* Blocks at columns [@j, @j + @n) of strip @r. */
+static void vtpu_transpose_segment(struct vtpu_exec *e,
+				   const struct vtpu_insn *in, u32 r, u32 j,
+				   u32 n)
+{
+	u32 j0;
+
+	for (j0 = j; j0 < j + n; j0 += VTPU_TR_BLOCK) {
+		if (vtpu_esize(in->t.a.dtype) == 2)
+			vtpu_transpose_block(e, in, 2, r * VTPU_TR_BLOCK, j0);
+		else
+			vtpu_transpose_block(e, in, 4, r * VTPU_TR_BLOCK, j0);
+	}
+}
+
+static bool vtpu_exec_transpose(struct vtpu_exec *e,
 				const struct vtpu_insn *in)
 {
 	const struct vtpu_tile *a = &in->t.a;
-	u32 i0, j0;
 
-	for (i0 = 0; i0 < a->rows; i0 += VTPU_TR_BLOCK) {
-		for (j0 = 0; j0 < a->cols; j0 += VTPU_TR_BLOCK) {
-			if (vtpu_esize(a->dtype) == 2)
-				vtpu_transpose_block(e, in, 2, i0, j0);
-			else
-				vtpu_transpose_block(e, in, 4, i0, j0);
-		}
-	}
+	BUILD_BUG_ON(VTPU_TR_WIDTH < VTPU_TR_BLOCK);
+	return vtpu_exec_rows(e, in,
+			      (a->rows + VTPU_TR_BLOCK - 1) / VTPU_TR_BLOCK,
+			      a->cols, VTPU_TR_WIDTH,
+			      VTPU_TR_BLOCK * VTPU_W_TR,
+			      vtpu_transpose_segment);
 }
 
 /* One row of DMA: @n elements, converting between f32 and bf16. */
@@ -877,38 +1045,46 @@ static void vtpu_dma_row(u8 *dst, u8 ddt, const u8 *src, u8 sdt, u32 n)
 		memcpy(dst, src, (size_t)n * vtpu_esize(ddt));
 		return;
 	}
-	for (j = 0; j < n; j++)
-		vtpu_store_float(dst, ddt, j, vtpu_load_float(src, sdt, j));
-}
-
-static void vtpu_exec_dma(const struct vtpu_exec *e, const struct vtpu_insn *in)
-{
-	const struct vtpu_dma *m = &in->dma;
-	bool load = in->op == VTPU_OP_DMA_LOAD;
-	const u8 *src;
-	u8 *buf, *v;
-	u32 r;
-
-	if (m->binding == VTPU_BINDING_CONSTANTS) {
-		/* Loads only: the validator rejects stores to constants. */
-		for (r = 0; r < m->v.rows; r++) {
-			src = e->prog->consts + m->offset + (u64)r * m->stride;
-			vtpu_dma_row(vtpu_row(e, &m->v, r), m->v.dtype, src,
-				     m->dtype, m->v.cols);
-		}
+	/* f32 to bf16 or back, the only conversions DMA does. */
+	if (ddt == VTPU_DT_BF16) {
+		for (j = 0; j < n; j++)
+			vtpu_store_float(dst, VTPU_DT_BF16, j,
+					 vtpu_load_float(src, VTPU_DT_F32, j));
 		return;
 	}
-	buf = e->bindings[m->binding].data;
-	for (r = 0; r < m->v.rows; r++) {
-		v = vtpu_row(e, &m->v, r);
-		if (load)
-			vtpu_dma_row(v, m->v.dtype,
-				     buf + m->offset + (u64)r * m->stride,
-				     m->dtype, m->v.cols);
-		else
-			vtpu_dma_row(buf + m->offset + (u64)r * m->stride,
-				     m->dtype, v, m->v.dtype, m->v.cols);
-	}
+	for (j = 0; j < n; j++)
+		vtpu_store_float(dst, VTPU_DT_F32, j,
+				 vtpu_load_float(src, VTPU_DT_BF16, j));
+}
+
+static void vtpu_dma_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
+			     u32 r, u32 j, u32 n)
+{
+	const struct vtpu_dma *m = &in->dma;
+	u8 *v = vtpu_row(e, &m->v, r) + (size_t)j * vtpu_esize(m->v.dtype);
+	u64 off = m->offset + (u64)r * m->stride +
+		  (u64)j * vtpu_esize(m->dtype);
+
+	/* Constants are loaded only: the validator rejects stores to them. */
+	if (m->binding == VTPU_BINDING_CONSTANTS)
+		vtpu_dma_row(v, m->v.dtype, e->prog->consts + off, m->dtype,
+			     n);
+	else if (in->op == VTPU_OP_DMA_LOAD)
+		vtpu_dma_row(v, m->v.dtype,
+			     (u8 *)e->bindings[m->binding].data + off,
+			     m->dtype, n);
+	else
+		vtpu_dma_row((u8 *)e->bindings[m->binding].data + off,
+			     m->dtype, v, m->v.dtype, n);
+}
+
+static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	const struct vtpu_dma *m = &in->dma;
+
+	return vtpu_exec_elems(e, in, m->v.rows, m->v.cols,
+			       m->dtype == m->v.dtype ? VTPU_W_MOVE :
+			       VTPU_W_SLOW, vtpu_dma_segment);
 }
 
 /*
@@ -1120,8 +1296,45 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
 	}
 }
 
-static void vtpu_exec_matmul(const struct vtpu_exec *e,
-			     const struct vtpu_insn *in)
+/*
+ * A piece of MATMUL is a panel: VTPU_MC rows x VTPU_NR columns of d
+ * through one block of VTPU_KC steps of k, packing its part of b first.
+ * e->cur holds the next panel's first k, row and column, in the loop
+ * order kb, ib, jb; each d[i][j] still adds its products in k order.
+ * Besides the multiply-adds (twice the cost with a bf16 operand, widened
+ * as it is loaded), a panel costs its packing, its passage through d,
+ * and, first in its row of panels, bringing its strip of a into cache:
+ * these dominate when n or k is small.
+ */
+#define VTPU_W_PACK	8	/* per element of b packed */
+#define VTPU_W_D	8	/* per element of d loaded and stored */
+#define VTPU_W_A	16	/* per element of a, once per row of panels */
+#define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * (VTPU_NR * 2 + VTPU_W_A) + \
+				 VTPU_NR * (VTPU_KC * VTPU_W_PACK + \
+					    VTPU_MC * VTPU_W_D) + VTPU_W_PIECE)
+
+static void vtpu_mm_panel(const struct vtpu_mm *mm, u32 kb, u32 kc, u32 ib,
+			  u32 mc, u32 jb, u32 nr)
+{
+	float p[VTPU_KC * VTPU_NR];
+	bool load = mm->acc || kb;
+	u32 i, rows;
+	const u8 *a;
+	float *d;
+
+	vtpu_mm_pack(mm, p, kb, kc, jb, nr);
+	for (i = ib; i < ib + mc; i += VTPU_MR) {
+		rows = min_t(u32, VTPU_MR, ib + mc - i);
+		a = mm->a.base + i * mm->a.rs + kb * mm->a.cs;
+		d = mm->d + i * mm->ds + jb;
+		if (nr == VTPU_NR)
+			vtpu_mm_kernel(mm, rows, kc, a, p, d, mm->ds, load);
+		else
+			vtpu_mm_kernel_edge(mm, rows, nr, kc, a, p, d, load);
+	}
+}
+
+static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 {
 	const struct vtpu_tile *td = &in->t.d, *ta = &in->t.a, *tb = &in->t.b;
 	bool trans_a = in->flags & VTPU_F_TRANS_A;
@@ -1147,66 +1360,69 @@ static void vtpu_exec_matmul(const struct vtpu_exec *e,
 		.k = trans_a ? ta->rows : ta->cols,
 		.acc = in->flags & VTPU_F_ACC,
 	};
-	float p[VTPU_KC * VTPU_NR];
-	u32 kb, kc, ib, mc, jb, nr, i, rows;
-	const u8 *a;
-	float *d;
-	bool load;
+	u32 w = 1 + (mm.a.bf16 || mm.b.bf16);
+	struct vtpu_exec_cursor *c = &e->cur;
+	u32 kc, mc;
 
-	for (kb = 0; kb < mm.k; kb += VTPU_KC) {
-		kc = min_t(u32, VTPU_KC, mm.k - kb);
-		load = mm.acc || kb;
-		for (ib = 0; ib < mm.m; ib += VTPU_MC) {
-			mc = min_t(u32, VTPU_MC, mm.m - ib);
-			for (jb = 0; jb < mm.n; jb += VTPU_NR) {
-				nr = min_t(u32, VTPU_NR, mm.n - jb);
-				vtpu_mm_pack(&mm, p, kb, kc, jb, nr);
-				for (i = ib; i < ib + mc; i += VTPU_MR) {
-					rows = min_t(u32, VTPU_MR, ib + mc - i);
-					a = mm.a.base + i * mm.a.rs +
-					    kb * mm.a.cs;
-					d = mm.d + i * mm.ds + jb;
-					if (nr == VTPU_NR)
-						vtpu_mm_kernel(&mm, rows, kc, a,
-							       p, d, mm.ds,
-							       load);
-					else
-						vtpu_mm_kernel_edge(&mm, rows,
-								    nr, kc, a,
-								    p, d, load);
-				}
+	BUILD_BUG_ON(VTPU_W_INSN + VTPU_MM_PIECE_MAX > VTPU_EXEC_PIECE_MAX);
+	while (c->k < mm.k) {
+		kc = min_t(u32, VTPU_KC, mm.k - c->k);
+		mc = min_t(u32, VTPU_MC, mm.m - c->i);
+		vtpu_mm_panel(&mm, c->k, kc, c->i, mc, c->j,
+			      min_t(u32, VTPU_NR, mm.n - c->j));
+		e->work += (u64)mc * kc * (VTPU_NR * w + (c->j ? 0 : VTPU_W_A)) +
+			   VTPU_NR * (kc * VTPU_W_PACK + mc * VTPU_W_D) +
+			   VTPU_W_PIECE;
+		c->j += VTPU_NR;
+		if (c->j >= mm.n) {
+			c->j = 0;
+			c->i += VTPU_MC;
+			if (c->i >= mm.m) {
+				c->i = 0;
+				c->k += VTPU_KC;
 			}
 		}
+		if (e->work >= e->budget && c->k < mm.k)
+			return false;
 	}
+	c->k = 0;
+	return true;
 }
 
-/*
- * Work after which vtpu_exec_step() returns early: 2^24 multiply-adds,
- * elements or 4-byte words moved, about a millisecond. It keeps the
- * kernel's FPU sections short when every instruction is a big one; only
- * a single instruction can exceed it.
- */
-#define VTPU_STEP_WORK	BIT_ULL(24)
-
-static u64 vtpu_insn_work(const struct vtpu_insn *in)
+/* Runs @in from e->cur on: true when done, false when the budget ran out. */
+static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 {
-	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	BUILD_BUG_ON(VTPU_W_INSN + VTPU_CHUNK + VTPU_W_PIECE >
+		     VTPU_EXEC_PIECE_MAX);
+	BUILD_BUG_ON(VTPU_W_INSN + VTPU_W_TRACE > VTPU_EXEC_PIECE_MAX);
 
 	switch (in->op) {
-	case VTPU_OP_END:
 	case VTPU_OP_TRACE:
-		return 0;
+		if (e->trace)
+			e->trace(e->trace_arg, in->imm);
+		e->work += VTPU_W_TRACE;
+		return true;
 	case VTPU_OP_DMA_LOAD:
 	case VTPU_OP_DMA_STORE:
-		return (u64)in->dma.v.rows * in->dma.v.cols;
+		return vtpu_exec_dma(e, in);
 	case VTPU_OP_MATMUL:
-		return (u64)d->rows * d->cols *
-		       (in->flags & VTPU_F_TRANS_A ? a->rows : a->cols);
+		return vtpu_exec_matmul(e, in);
+	case VTPU_OP_UNARY:
+	case VTPU_OP_BINARY:
+	case VTPU_OP_CMP:
+	case VTPU_OP_SELECT:
+		return vtpu_exec_vpu(e, in);
 	case VTPU_OP_REDUCE:
+		return vtpu_exec_reduce(e, in);
+	case VTPU_OP_FILL:
+	case VTPU_OP_IOTA:
+		return vtpu_exec_fill(e, in);
+	case VTPU_OP_CONVERT:
+		return vtpu_exec_convert(e, in);
 	case VTPU_OP_TRANSPOSE:
-		return (u64)a->rows * a->cols;
+		return vtpu_exec_transpose(e, in);
 	}
-	return (u64)d->rows * d->cols;
+	return true;	/* VTPU_OP_END */
 }
 
 /**
@@ -1218,6 +1434,7 @@ static u64 vtpu_insn_work(const struct vtpu_insn *in)
  * @vmem: the core's VMEM, 4-byte aligned, at least @prog->vmem_size bytes
  *
  * Clears the trace callback; set @e->trace afterwards to receive TRACEs.
+ * Sets @e->budget to VTPU_EXEC_BUDGET.
  */
 void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 		    const struct vtpu_exec_binding *bindings, void *vmem)
@@ -1227,6 +1444,9 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 	e->vmem = vmem;
 	e->pc = 0;
 	e->insns = 0;
+	e->budget = VTPU_EXEC_BUDGET;
+	e->work = 0;
+	memset(&e->cur, 0, sizeof(e->cur));
 	e->trace = NULL;
 	e->trace_arg = NULL;
 }
@@ -1234,62 +1454,37 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 /**
  * vtpu_exec_step() - run a slice of a program
  * @e: state from vtpu_exec_init()
- * @max_insns: the most instructions to execute in this call
+ * @max_insns: the most instructions to start or resume in this call
  *
  * In the kernel this runs inside kernel_fpu_begin()/kernel_fpu_end(): it
- * never sleeps nor allocates. It may return before @max_insns once the
- * instructions it ran add up to VTPU_STEP_WORK, so that the caller can
- * reschedule. Once END has executed, further calls do nothing and return
- * 1.
+ * never sleeps nor allocates. It returns once the work done in this call,
+ * left in @e->work, reaches @e->budget, if need be in the middle of an
+ * instruction; the next call resumes that instruction where it stopped,
+ * and that counts as one of its @max_insns. Any call with @max_insns > 0
+ * makes progress, and does at most @e->budget + VTPU_EXEC_PIECE_MAX of
+ * work. @e->insns counts an instruction once, when it completes. Once END
+ * has executed, further calls do nothing and return 1.
  *
- * Return: 1 once END has executed, 0 while instructions remain.
+ * Return: 1 once END has executed, 0 while work remains.
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
 {
 	const struct vtpu_insn *in;
-	u64 work = 0;
 
-	for (; max_insns && work < VTPU_STEP_WORK; max_insns--) {
+	e->work = 0;
+	for (; max_insns; max_insns--) {
 		if (e->pc >= e->prog->insn_count)
 			return 1;
-		in = &e->prog->code[e->pc++];
+		in = &e->prog->code[e->pc];
+		e->work += VTPU_W_INSN;
+		if (!vtpu_exec_insn(e, in))
+			return 0;
+		e->pc++;
 		e->insns++;
-
-		switch (in->op) {
-		case VTPU_OP_END:
+		if (in->op == VTPU_OP_END)
 			return 1;
-		case VTPU_OP_TRACE:
-			if (e->trace)
-				e->trace(e->trace_arg, in->imm);
+		if (e->work >= e->budget)
 			break;
-		case VTPU_OP_DMA_LOAD:
-		case VTPU_OP_DMA_STORE:
-			vtpu_exec_dma(e, in);
-			break;
-		case VTPU_OP_MATMUL:
-			vtpu_exec_matmul(e, in);
-			break;
-		case VTPU_OP_UNARY:
-		case VTPU_OP_BINARY:
-		case VTPU_OP_CMP:
-		case VTPU_OP_SELECT:
-			vtpu_exec_vpu(e, in);
-			break;
-		case VTPU_OP_REDUCE:
-			vtpu_exec_reduce(e, in);
-			break;
-		case VTPU_OP_FILL:
-		case VTPU_OP_IOTA:
-			vtpu_exec_fill(e, in);
-			break;
-		case VTPU_OP_CONVERT:
-			vtpu_exec_convert(e, in);
-			break;
-		case VTPU_OP_TRANSPOSE:
-			vtpu_exec_transpose(e, in);
-			break;
-		}
-		work += vtpu_insn_work(in);
 	}
 	return e->pc >= e->prog->insn_count;
 }

@@ -22,13 +22,44 @@ struct vtpu_exec_binding {
 	u64 size;
 };
 
+/*
+ * Work is counted in units of about one f32 multiply-add of MATMUL (a few
+ * tenths of a nanosecond natively); other operations weigh what they cost
+ * in those units. A vtpu_exec_step() call stops once it has done
+ * VTPU_EXEC_BUDGET of work, about 0.2 ms, in the middle of an
+ * instruction if need be; it can go over by less than one piece of
+ * instruction, at most VTPU_EXEC_PIECE_MAX.
+ */
+#define VTPU_EXEC_BUDGET	BIT(21)
+#define VTPU_EXEC_PIECE_MAX	BIT(18)
+
+/**
+ * struct vtpu_exec_cursor - where a partly executed instruction resumes
+ * @i: row (MATMUL: first row of the next block of d; TRANSPOSE: block row)
+ * @j: column (MATMUL: first column of the next block of d)
+ * @k: MATMUL: first step of k of the next block
+ * @acc: REDUCE over columns: the row's partial result so far (f32 bits)
+ *
+ * All zero between instructions.
+ */
+struct vtpu_exec_cursor {
+	u32 i;
+	u32 j;
+	u32 k;
+	u32 acc;
+};
+
 /**
  * struct vtpu_exec - one program's execution on one core
  * @prog: the validated program
  * @bindings: its buffers, in binding order
  * @vmem: the core's vector memory, at least @prog->vmem_size bytes
- * @pc: next instruction
- * @insns: instructions executed so far
+ * @pc: next instruction, or the one in progress
+ * @insns: instructions completed so far
+ * @budget: work after which a vtpu_exec_step() call returns; set to
+ *	VTPU_EXEC_BUDGET by vtpu_exec_init() (tests lower it)
+ * @work: work done by the last vtpu_exec_step() call
+ * @cur: progress through instruction @pc
  * @trace: called for each TRACE with its id (may be NULL); runs inside
  *	the FPU section in the kernel, so it must not sleep
  * @trace_arg: passed to @trace
@@ -39,6 +70,9 @@ struct vtpu_exec {
 	u8 *vmem;
 	u32 pc;
 	u64 insns;
+	u64 budget;
+	u64 work;
+	struct vtpu_exec_cursor cur;
 	void (*trace)(void *arg, u32 id);
 	void *trace_arg;
 };
@@ -47,9 +81,12 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 		    const struct vtpu_exec_binding *bindings, void *vmem);
 
 /*
- * Executes at most @max_insns instructions. Returns 1 once END has
- * executed, 0 when instructions remain. The kernel calls it inside
- * kernel_fpu_begin()/end() and reschedules between calls.
+ * Runs instructions until END, until @max_insns instructions have been
+ * started or resumed, or until @e->budget of work is done, whichever
+ * comes first; a long instruction is left part done and the next call
+ * resumes it. Returns 1 once END has executed, 0 while work remains. The
+ * kernel calls it inside kernel_fpu_begin()/end() and reschedules
+ * between calls.
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns);
 

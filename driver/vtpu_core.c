@@ -35,14 +35,13 @@
 #include "vtpu_trace.h"
 
 /*
- * An FPU section (preemption off) runs up to this many instructions or
- * this long, whichever comes first; the watchdog checks between them.
- * The executor itself returns after about a millisecond of work, so only
- * a single huge instruction (a MATMUL of tiles filling VMEM) can make a
- * section longer; short instructions do not pay an FPU save each.
+ * An FPU section (preemption off) is one vtpu_exec_step() call: up to
+ * this many instructions, and at most the executor's work budget (about
+ * 0.25 ms natively), however big one instruction is: long instructions
+ * stop partway and resume in the next section. The watchdog checks
+ * between sections; short instructions do not pay an FPU save each.
  */
-#define VTPU_SLICE_INSNS	64
-#define VTPU_SLICE_NS		(500 * NSEC_PER_USEC)
+#define VTPU_SLICE_INSNS	1024
 
 static const char *vtpu_fence_get_driver_name(struct dma_fence *fence)
 {
@@ -93,20 +92,17 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 
 	while (!done) {
 		u64 now = ktime_get_ns();
-		u64 slice_end = now + VTPU_SLICE_NS;
-		unsigned int n = 0;
 		u64 t;
 
+		/* Instructions completed: one cut off by a timeout is not. */
 		*insns = exec.insns;
 		if (atomic_read(&job->abort) || now > deadline)
 			return -ETIMEDOUT;
 
 		kernel_fpu_begin();
-		do {
-			done = vtpu_exec_step(&exec, 1);
-			t = ktime_get_ns();
-		} while (!done && ++n < VTPU_SLICE_INSNS && t < slice_end);
+		done = vtpu_exec_step(&exec, VTPU_SLICE_INSNS);
 		kernel_fpu_end();
+		t = ktime_get_ns();
 
 		/* Only this core's worker writes it. */
 		if (t - now > atomic64_read(&core->section_max_ns))

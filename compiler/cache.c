@@ -15,15 +15,22 @@
  *   offset  size  field
  *   0       8     magic "VTPUCCH\0"
  *   8       4     format version (CACHE_FORMAT), little-endian
- *   12      4     header size (48)
+ *   12      4     header size (64)
  *   16      16    key[0], key[1]
  *   32      8     payload size in bytes
  *   40      8     XXH3-64 of the payload
- *   48      ...   payload: the program, every field a little-endian u64
+ *   48      8     weights size in bytes
+ *   56      8     XXH3-64 of the weights
+ *   64      ...   payload: the program, every field a little-endian u64
  *                 (doubles as their IEEE bits): binary size, binary
  *                 bytes, nbindings, nparams, noutputs, per binding role,
  *                 index, size, type, rank, 6 dims, then the cost fields
- *                 in struct vtpu_cost order.
+ *                 in struct vtpu_cost order
+ *   ...     ...   the weights, as struct vtpu_program.weights holds them
+ *
+ * The weights come last and apart so that a hit reads them straight
+ * into the program's weights, with no copy, and a memory hit shares
+ * them: only the small payload is ever duplicated.
  *
  * Anything that does not check out is a miss and the file goes: a cache
  * may forget, it must never answer wrong. Writes go to a temporary file
@@ -46,9 +53,9 @@
 #include "cache.h"
 #include "ir.h"
 
-#define VTPU_COMPILER_VERSION	"1"
-#define CACHE_FORMAT		1
-#define CACHE_HDR_SIZE		48
+#define VTPU_COMPILER_VERSION	"2"	/* 2: weights apart from the code */
+#define CACHE_FORMAT		2
+#define CACHE_HDR_SIZE		64
 #define CACHE_MAX_PAYLOAD	(1ull << 32)	/* sanity bound when reading */
 static const char cache_magic[8] = "VTPUCCH";
 
@@ -229,6 +236,7 @@ static void prog_free(struct vtpu_program *p)
 {
 	if (!p)
 		return;
+	weights_put(p->weights);
 	free(p->binary);
 	free(p->bindings);
 	free(p);
@@ -242,6 +250,7 @@ static struct vtpu_program *prog_dup(const struct vtpu_program *src)
 	if (!p)
 		return NULL;
 	*p = *src;
+	p->weights = weights_get(src->weights);
 	p->binary = malloc(src->size ? src->size : 1);
 	p->bindings = malloc(nb ? nb * sizeof(*p->bindings) : 1);
 	if (!p->binary || !p->bindings) {
@@ -321,6 +330,7 @@ static void put_cost(struct wbuf *b, const struct vtpu_cost *c)
 	put_f64(b, c->est_time_ns);
 	put_u64(b, c->code_bytes);
 	put_u64(b, c->const_bytes);
+	put_u64(b, c->weights_bytes);
 	put_u64(b, c->param_bytes);
 	put_u64(b, c->output_bytes);
 	put_u64(b, c->scratch_bytes);
@@ -389,7 +399,7 @@ static void get_binding(struct rbuf *r, struct vtpu_binding_info *bi)
 {
 	int i;
 
-	bi->role = get_count(r, VTPU_BIND_SCRATCH);
+	bi->role = get_count(r, VTPU_BIND_WEIGHTS);
 	bi->index = get_count(r, INT_MAX);
 	bi->size = get_u64(r);
 	bi->shape.type = get_count(r, VTPU_PRED);
@@ -405,6 +415,7 @@ static void get_cost(struct rbuf *r, struct vtpu_cost *c)
 	c->est_time_ns = get_f64(r);
 	c->code_bytes = get_u64(r);
 	c->const_bytes = get_u64(r);
+	c->weights_bytes = get_u64(r);
 	c->param_bytes = get_u64(r);
 	c->output_bytes = get_u64(r);
 	c->scratch_bytes = get_u64(r);
@@ -583,7 +594,8 @@ static uint64_t hdr_get(const unsigned char *h, int off, int size)
 }
 
 static void make_header(unsigned char *h, const uint64_t key[2],
-			const struct wbuf *payload)
+			const struct wbuf *payload,
+			const struct vtpu_program *p)
 {
 	memcpy(h, cache_magic, 8);
 	hdr_put32(h, 8, CACHE_FORMAT);
@@ -592,6 +604,8 @@ static void make_header(unsigned char *h, const uint64_t key[2],
 	hdr_put64(h, 24, key[1]);
 	hdr_put64(h, 32, payload->len);
 	hdr_put64(h, 40, XXH3_64bits(payload->p, payload->len));
+	hdr_put64(h, 48, p->weights_size);
+	hdr_put64(h, 56, XXH3_64bits(p->weights, p->weights_size));
 }
 
 static int write_all(int fd, const void *data, size_t n)
@@ -613,7 +627,8 @@ static int write_all(int fd, const void *data, size_t n)
 
 /* Writes @tmp (a mkstemp template) whole and renames it to @path. */
 static int write_atomic(char *tmp, const char *path, const void *hdr,
-			const struct wbuf *payload)
+			const struct wbuf *payload,
+			const struct vtpu_program *p)
 {
 	int fd = mkstemp(tmp), ret;
 
@@ -622,6 +637,8 @@ static int write_atomic(char *tmp, const char *path, const void *hdr,
 	ret = write_all(fd, hdr, CACHE_HDR_SIZE);
 	if (!ret)
 		ret = write_all(fd, payload->p, payload->len);
+	if (!ret && p->weights_size)
+		ret = write_all(fd, p->weights, p->weights_size);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)
@@ -648,8 +665,8 @@ static int disk_put(struct vtpu_cache *c, const uint64_t key[2],
 	ret = mkdir_p(c->dir);
 	if (ret)
 		goto out;
-	make_header(hdr, key, &payload);
-	ret = write_atomic(tmp, path, hdr, &payload);
+	make_header(hdr, key, &payload, p);
+	ret = write_atomic(tmp, path, hdr, &payload, p);
 out:
 	free(payload.p);
 	free(tmp);
@@ -674,21 +691,37 @@ static int read_all(int fd, void *data, size_t n)
 	return 0;
 }
 
-/* Checks a header against @key and the file size; the payload size. */
+/*
+ * Checks a header against @key and the file size; the payload and
+ * weights sizes.
+ */
 static int check_header(const unsigned char *h, const uint64_t key[2],
-			off_t file_size, size_t *payload_size)
+			off_t file_size, size_t *payload_size,
+			uint64_t *weights_size)
 {
-	uint64_t size = hdr_get(h, 32, 8);
+	uint64_t size = hdr_get(h, 32, 8), wsize = hdr_get(h, 48, 8);
 
 	if (memcmp(h, cache_magic, 8) ||
 	    hdr_get(h, 8, 4) != CACHE_FORMAT ||
 	    hdr_get(h, 12, 4) != CACHE_HDR_SIZE ||
 	    hdr_get(h, 16, 8) != key[0] || hdr_get(h, 24, 8) != key[1] ||
-	    size > CACHE_MAX_PAYLOAD ||
-	    (uint64_t)file_size != CACHE_HDR_SIZE + size)
+	    size > CACHE_MAX_PAYLOAD || wsize > (uint64_t)file_size ||
+	    (uint64_t)file_size != CACHE_HDR_SIZE + size + wsize)
 		return -EBADMSG;
 	*payload_size = size;
+	*weights_size = wsize;
 	return 0;
+}
+
+/* Reads the weights into a blob of their own; NULL when they are bad. */
+static void *read_weights(int fd, uint64_t size, uint64_t hash)
+{
+	void *w = weights_alloc(size);
+
+	if (w && !read_all(fd, w, size) && XXH3_64bits(w, size) == hash)
+		return w;
+	weights_put(w);
+	return NULL;
 }
 
 /* Reads and checks the entry in open file @fd; NULL when it is bad. */
@@ -697,12 +730,13 @@ static struct vtpu_program *read_entry(int fd, const uint64_t key[2])
 	unsigned char hdr[CACHE_HDR_SIZE];
 	struct vtpu_program *p = NULL;
 	unsigned char *payload;
+	uint64_t wsize;
 	struct stat sb;
 	size_t size;
 
 	if (fstat(fd, &sb) || sb.st_size < CACHE_HDR_SIZE ||
 	    read_all(fd, hdr, sizeof(hdr)) ||
-	    check_header(hdr, key, sb.st_size, &size))
+	    check_header(hdr, key, sb.st_size, &size, &wsize))
 		return NULL;
 	payload = malloc(size ? size : 1);
 	if (!payload)
@@ -711,6 +745,14 @@ static struct vtpu_program *read_entry(int fd, const uint64_t key[2])
 	    XXH3_64bits(payload, size) == hdr_get(hdr, 40, 8))
 		p = get_program(payload, size);
 	free(payload);
+	if (p && wsize) {
+		p->weights = read_weights(fd, wsize, hdr_get(hdr, 56, 8));
+		p->weights_size = wsize;
+		if (!p->weights) {
+			prog_free(p);
+			return NULL;
+		}
+	}
 	return p;
 }
 

@@ -8,7 +8,8 @@
  * the device's VMEM, and the straight-line code unrolls every loop.
  *
  * Bindings: parameters (read), outputs (written, never read back), one
- * scratch buffer (read and written) when the plan uses it. Values live
+ * scratch buffer (read and written) when the plan uses it, then one
+ * weights buffer (read only) holding the large constants. Values live
  * in memory as f32, bf16 or s32; pred values as f32 1.0/0.0 (the ISA
  * has no byte type), so pred parameters and outputs are refused: convert
  * them at the graph's boundary. s32 arithmetic runs in f32 on the VPU,
@@ -22,6 +23,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,9 @@ struct loc loc_of(struct cg *c, int v)
 		break;
 	case A_SCRATCH:
 		l.binding = c->scratch_binding;
+		break;
+	case A_WEIGHTS:
+		l.binding = c->weights_binding;
 		break;
 	default:
 		cg_fail(c, EINVAL, "codegen: node %d has no memory", v);
@@ -279,7 +284,7 @@ static void gen_output_copies(struct cg *c, int *nkernels)
 	}
 }
 
-/* ---- bindings, constants, the program ------------------------------------ */
+/* ---- bindings, constants, weights, the program ---------------------------- */
 
 static int check_boundary_type(struct cg *c, const struct vtpu_shape *s,
 			       const char *what, int i)
@@ -314,11 +319,25 @@ static uint64_t scratch_size(const struct ir_graph *g)
 	return end;
 }
 
+/* The end of the last constant placed in @arena. */
+static uint64_t const_end(const struct ir_graph *g, int arena)
+{
+	uint64_t end = 0, e;
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].op == OP_CONST && g->nodes[i].arena == arena) {
+			e = g->nodes[i].offset + dev_bytes(&g->nodes[i].shape);
+			end = e > end ? e : end;
+		}
+	return end;
+}
+
 static int make_bindings(struct cg *c, struct vtpu_program *prog)
 {
 	struct ir_graph *g = c->g;
-	uint64_t scratch = scratch_size(g);
-	int i, p, nb = g->nparams + g->nout + (scratch ? 1 : 0);
+	uint64_t scratch = scratch_size(g), weights = const_end(g, A_WEIGHTS);
+	int i, p, nb = g->nparams + g->nout + !!scratch + !!weights;
 
 	prog->bindings = calloc(nb + 1, sizeof(*prog->bindings));
 	if (!prog->bindings)
@@ -349,11 +368,19 @@ static int make_bindings(struct cg *c, struct vtpu_program *prog)
 		if (check_boundary_type(c, &b->shape, "output", i))
 			return c->ret;
 	}
+	c->scratch_binding = -1;
+	c->weights_binding = -1;
+	i = g->nparams + g->nout;
 	if (scratch) {
-		prog->bindings[nb - 1].role = VTPU_BIND_SCRATCH;
-		prog->bindings[nb - 1].size = scratch;
+		prog->bindings[i].role = VTPU_BIND_SCRATCH;
+		prog->bindings[i].size = scratch;
+		c->scratch_binding = i++;
 	}
-	c->scratch_binding = scratch ? nb - 1 : -1;
+	if (weights) {
+		prog->bindings[i].role = VTPU_BIND_WEIGHTS;
+		prog->bindings[i].size = weights;
+		c->weights_binding = i;
+	}
 	return 0;
 }
 
@@ -374,29 +401,35 @@ static void put_const(uint8_t *dst, const struct ir_node *n)
 	}
 }
 
+/* The constants section and the weights, each constant in its arena. */
 static int make_consts(struct cg *c)
 {
 	struct ir_graph *g = c->g;
-	uint64_t size = 0, e;
+	uint64_t size = const_end(g, A_CONST);
 	int i;
 
-	for (i = 0; i < g->n; i++)
-		if (g->nodes[i].op == OP_CONST) {
-			e = g->nodes[i].offset + dev_bytes(&g->nodes[i].shape);
-			size = e > size ? e : size;
-		}
-	if (!size)
-		return 0;
+	/* The planner keeps the section far below the ISA's limit. */
 	if (size > VTPU_MAX_CONST_SIZE)
 		return cg_fail(c, E2BIG, "constants: %llu bytes, the limit is %u",
 			       (unsigned long long)size, VTPU_MAX_CONST_SIZE);
-	c->e.consts = calloc(1, size);
-	if (!c->e.consts)
-		return cg_fail(c, ENOMEM, "out of memory");
-	c->e.const_size = size;
-	for (i = 0; i < g->n; i++)
-		if (g->nodes[i].op == OP_CONST)
-			put_const(c->e.consts + g->nodes[i].offset, &g->nodes[i]);
+	c->weights_size = const_end(g, A_WEIGHTS);
+	if (size) {
+		c->e.consts = calloc(1, size);
+		c->e.const_size = size;
+	}
+	if (c->weights_size)
+		c->weights = weights_alloc(c->weights_size);
+	if ((size && !c->e.consts) || (c->weights_size && !c->weights))
+		return cg_fail(c, ENOMEM, "out of memory for %llu bytes of weights",
+			       (unsigned long long)c->weights_size);
+	for (i = 0; i < g->n; i++) {
+		const struct ir_node *n = &g->nodes[i];
+
+		if (n->op != OP_CONST)
+			continue;
+		put_const((n->arena == A_CONST ? c->e.consts : c->weights) +
+			  n->offset, n);
+	}
 	return 0;
 }
 
@@ -426,9 +459,17 @@ static int finish(struct cg *c, const struct vtpu_device_params *dev,
 		return cg_fail(c, ENOMEM, "out of memory");
 	for (i = 0; i < prog->nbindings; i++) {
 		bd[i].size = prog->bindings[i].size;
-		bd[i].access = prog->bindings[i].role == VTPU_BIND_PARAM ? VTPU_ACCESS_READ :
-			       prog->bindings[i].role == VTPU_BIND_OUTPUT ? VTPU_ACCESS_WRITE :
-			       VTPU_ACCESS_READ | VTPU_ACCESS_WRITE;
+		switch (prog->bindings[i].role) {
+		case VTPU_BIND_PARAM:
+		case VTPU_BIND_WEIGHTS:
+			bd[i].access = VTPU_ACCESS_READ;
+			break;
+		case VTPU_BIND_OUTPUT:
+			bd[i].access = VTPU_ACCESS_WRITE;
+			break;
+		default:
+			bd[i].access = VTPU_ACCESS_READ | VTPU_ACCESS_WRITE;
+		}
 	}
 	if (vtpu_prog_validate(prog->binary, prog->size, bd, prog->nbindings,
 			       dev->vmem_size, &info, &perr))
@@ -454,6 +495,8 @@ static void sum_binding_bytes(struct vtpu_program *prog)
 			prog->cost.param_bytes += b->size;
 		else if (b->role == VTPU_BIND_OUTPUT)
 			prog->cost.output_bytes += b->size;
+		else if (b->role == VTPU_BIND_WEIGHTS)
+			prog->cost.weights_bytes = b->size;
 		else
 			prog->cost.scratch_bytes = b->size;
 	}
@@ -491,20 +534,66 @@ int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 	}
 	emit_fini(&c.e);
 	if (c.ret) {
+		weights_put(c.weights);
 		free(prog->binary);
 		free(prog->bindings);
 		memset(prog, 0, sizeof(*prog));
 		return c.ret;
 	}
+	prog->weights = c.weights;
+	prog->weights_size = c.weights_size;
 	prog->cost.kernel_count = nkernels;
 	sum_binding_bytes(prog);
 	return 0;
+}
+
+/* ---- weights ------------------------------------------------------------- */
+
+/* In front of the bytes; 64 bytes keep them aligned for any DMA. */
+struct weights_hdr {
+	uint64_t refs;
+	uint64_t size;
+	uint64_t pad[6];
+};
+
+void *weights_alloc(uint64_t size)
+{
+	struct weights_hdr *h;
+
+	if (size > SIZE_MAX - sizeof(*h))
+		return NULL;
+	h = calloc(1, sizeof(*h) + size);
+	if (!h)
+		return NULL;
+	h->refs = 1;
+	h->size = size;
+	return h + 1;
+}
+
+static struct weights_hdr *weights_hdr(const void *w)
+{
+	return (struct weights_hdr *)w - 1;
+}
+
+const void *weights_get(const void *w)
+{
+	if (w)
+		__atomic_add_fetch(&weights_hdr(w)->refs, 1, __ATOMIC_RELAXED);
+	return w;
+}
+
+void weights_put(const void *w)
+{
+	if (w && !__atomic_sub_fetch(&weights_hdr(w)->refs, 1,
+				     __ATOMIC_ACQ_REL))
+		free(weights_hdr(w));
 }
 
 void vtpu_program_free(struct vtpu_program *p)
 {
 	if (!p)
 		return;
+	weights_put(p->weights);
 	free(p->binary);
 	free(p->bindings);
 	free(p);

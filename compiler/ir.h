@@ -150,6 +150,7 @@ enum ir_arena {
 	A_OUTPUT,	/* an output binding */
 	A_CONST,	/* the constants section */
 	A_SCRATCH,	/* the HBM scratch binding */
+	A_WEIGHTS,	/* the weights binding (large constants) */
 };
 
 struct ir_graph {
@@ -232,6 +233,16 @@ struct plan_stats {
 int pass_plan(struct ir_graph *g, struct plan_stats *st);
 int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 	    struct vtpu_program *prog, char *err, size_t errlen);
+/*
+ * A program's weights (struct vtpu_program.weights): one allocation,
+ * reference counted so that copies of a program share it. weights_alloc()
+ * returns @size zeroed bytes with one reference (NULL when out of
+ * memory); weights_get() takes another; weights_put() drops one (NULL
+ * is fine) and frees the bytes with the last.
+ */
+void *weights_alloc(uint64_t size);
+const void *weights_get(const void *w);
+void weights_put(const void *w);
 void cost_model(const struct ir_graph *g, const struct vtpu_device_params *dev,
 		struct vtpu_program *prog);
 

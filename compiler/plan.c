@@ -3,9 +3,15 @@
 
 /*
  * plan.c - the memory planner. Decides where every materialised value
- * lives: parameters in their binding, constants in the constants
- * section, graph outputs in their output binding, RESHAPE at its
- * operand's bytes, everything else in one HBM scratch arena.
+ * lives: parameters in their binding, small constants in the program's
+ * constants section, large ones (weights) in the weights binding, graph
+ * outputs in their output binding, RESHAPE at its operand's bytes,
+ * everything else in one HBM scratch arena.
+ *
+ * Weights are data, not code: the runtime uploads them once per device
+ * and binds them read only at every execution, so a program stays small
+ * whatever its model's size (cheap to load and validate) and the weights
+ * are bounded by device memory, not by the constants section's limit.
  *
  * Scratch offsets come from liveness (tinygrad style): a value lives
  * from the kernel that defines it to the last kernel that reads it
@@ -25,6 +31,13 @@
 #include "plan.h"
 
 #define PLAN_ALIGN 64
+/*
+ * A constant below PLAN_SMALL_CONST bytes stays in the program while
+ * the constants section holds less than PLAN_CONST_BUDGET: scalars,
+ * masks and small tables cost no binding reads of their own.
+ */
+#define PLAN_SMALL_CONST	4096
+#define PLAN_CONST_BUDGET	(1u << 20)
 
 int dev_type_size(enum vtpu_type t)
 {
@@ -365,9 +378,24 @@ static int place_scratch(struct ir_graph *g, const int *knum, int nk,
 }
 
 /* Parameters, constants, outputs and which values need scratch. */
+static void place_const(struct ir_node *n, uint64_t *coff, uint64_t *woff)
+{
+	uint64_t size = dev_bytes(&n->shape);
+
+	if (size < PLAN_SMALL_CONST && *coff + size <= PLAN_CONST_BUDGET) {
+		n->arena = A_CONST;
+		n->offset = (int64_t)*coff;
+		*coff = align_up(*coff + size);
+	} else {
+		n->arena = A_WEIGHTS;
+		n->offset = (int64_t)*woff;
+		*woff = align_up(*woff + size);
+	}
+}
+
 static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
 {
-	uint64_t coff = 0;
+	uint64_t coff = 0, woff = 0;
 	int i;
 
 	for (i = 0; i < g->n; i++) {
@@ -387,9 +415,7 @@ static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
 			n->arena = A_PARAM;
 			n->offset = 0;
 		} else if (n->op == OP_CONST) {
-			n->arena = A_CONST;
-			n->offset = (int64_t)coff;
-			coff = align_up(coff + dev_bytes(&n->shape));
+			place_const(n, &coff, &woff);
 		} else if (n->op == OP_RESHAPE || n->arena == A_OUTPUT) {
 			continue;
 		} else if (needs_memory(g, i)) {

@@ -76,7 +76,9 @@ struct cg {
 	struct ir_graph *g;
 	struct emit e;
 	uint32_t vmem;		/* bytes of VMEM kernels may use */
-	int nparams, noutputs, scratch_binding;
+	int nparams, noutputs, scratch_binding, weights_binding;
+	uint8_t *weights;	/* the program's weights, being filled */
+	uint64_t weights_size;
 	char *err;
 	size_t errlen;
 	int ret;		/* first error, sticky */

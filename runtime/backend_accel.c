@@ -6,6 +6,12 @@
  * GEM buffers mapped into the process, jobs through the submission queue
  * of vtpu_submit.h (io_uring, or the ioctls where it is unavailable).
  *
+ * Programs are program objects (DRM_IOCTL_VTPU_PROGRAM_CREATE): the
+ * kernel copies and validates a program once and every SUBMIT names it
+ * (DRM_VTPU_SUBMIT_PROGRAM), costing O(bindings). A kernel without them
+ * (no DRM_VTPU_FEATURE_PROGRAM) gets the program in a buffer, copied and
+ * validated per SUBMIT as uAPI 1.1 does.
+ *
  * Threading. Each device has one queue (struct vtpu_sq, not thread safe)
  * under sq_lock, held only for short, non-blocking steps: queueing and
  * submitting, and reaping what has already completed. Waiting for
@@ -56,6 +62,13 @@ struct rt_bo {
 	enum vtpu_placement placed;
 };
 
+/* A loaded program: an object's handle, or (uAPI 1.1) a buffer. */
+struct rt_prog {
+	uint32_t handle;	/* 0: in @bo */
+	struct rt_bo *bo;
+	uint64_t size;
+};
+
 /*
  * A job's backend state, from submit to its completion: the kernel reads
  * the bindings when the submission is consumed, which for io_uring may
@@ -70,6 +83,7 @@ struct accel_req {
 struct accel_dev {
 	int fd;
 	uint64_t timestamp_unit_ns;	/* of the profile's timestamps */
+	bool programs;			/* program objects (uAPI 1.2) */
 
 	pthread_mutex_t sq_lock;	/* protects sq */
 	struct vtpu_sq sq;
@@ -199,6 +213,16 @@ static enum vtpu_sq_mode accel_sq_mode(void)
 	return VTPU_SQ_AUTO;
 }
 
+/* VTPU_ACCEL_PROGRAM=object|copy|auto: lets the tests pin the program path. */
+static bool accel_use_programs(const struct drm_vtpu_query *q)
+{
+	const char *s = getenv("VTPU_ACCEL_PROGRAM");
+
+	if (s && !strcmp(s, "copy"))
+		return false;
+	return q->features & DRM_VTPU_FEATURE_PROGRAM;
+}
+
 static int accel_open_one(struct vtpu_client *c, int minor, int *why)
 {
 	struct drm_vtpu_query q = { 0 };
@@ -226,6 +250,7 @@ static int accel_open_one(struct vtpu_client *c, int minor, int *why)
 	}
 	a->fd = fd;
 	a->timestamp_unit_ns = q.timestamp_unit_ns ? q.timestamp_unit_ns : 1;
+	a->programs = accel_use_programs(&q);
 	a->sq.fd = -1;
 	pthread_mutex_init(&a->sq_lock, NULL);
 	pthread_mutex_init(&a->wait_lock, NULL);
@@ -411,6 +436,66 @@ static void *accel_bo_map(struct vtpu_device *d, struct rt_bo *bo)
 	return bo->map;
 }
 
+/* ---- programs ------------------------------------------------------------ */
+
+static int accel_prog_load(struct vtpu_device *d, const void *prog,
+			   uint64_t size, struct rt_prog **out)
+{
+	struct accel_dev *a = accel_dev(d);
+	struct drm_vtpu_program_create cr = {
+		.program = (uint64_t)(uintptr_t)prog, .size = size,
+	};
+	enum vtpu_placement pl;
+	struct rt_prog *p;
+	int ret;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return rt_set_error(d->client, ENOMEM, "%s: out of memory",
+				    d->name);
+	p->size = size;
+	if (a->programs) {
+		ret = accel_ioctl(a->fd, DRM_IOCTL_VTPU_PROGRAM_CREATE, &cr);
+		if (ret) {
+			free(p);
+			return rt_set_error(d->client, -ret,
+					    "%s: PROGRAM_CREATE of %llu bytes: %s%s",
+					    d->name, (unsigned long long)size,
+					    strerror(-ret), ret == -EINVAL ?
+					    " (an invalid program: the kernel log says why at debug level)" :
+					    "");
+		}
+		p->handle = cr.handle;
+		*out = p;
+		return 0;
+	}
+	ret = accel_bo_create(d, size, VTPU_PLACE_HOST, &p->bo, &pl);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	memcpy(p->bo->map, prog, size);
+	*out = p;
+	return 0;
+}
+
+static void accel_prog_unload(struct vtpu_device *d, struct rt_prog *p)
+{
+	struct accel_dev *a = accel_dev(d);
+	struct drm_vtpu_program_destroy de = { 0 };
+
+	if (!p)
+		return;
+	/* Jobs still queued hold the program in the kernel. */
+	if (p->handle) {
+		de.handle = p->handle;
+		accel_ioctl(a->fd, DRM_IOCTL_VTPU_PROGRAM_DESTROY, &de);
+	}
+	accel_bo_destroy(d, p->bo);
+	free(p);
+}
+
 /* ---- jobs --------------------------------------------------------------- */
 
 /* Builds a job's request; a job that cannot be expressed gets -errno. */
@@ -428,8 +513,8 @@ static int accel_req_new(struct rt_job *job, struct accel_req **out)
 		return -ENOMEM;
 	req->job = job;
 	*out = req;
-	if (!job->prog_bo)
-		return -EINVAL;
+	if (!job->prog)
+		return -ENOENT;
 	for (i = 0; i < job->nbind; i++) {
 		if (!job->bind[i])
 			return -ENOENT;
@@ -449,9 +534,13 @@ static void accel_req_submit_args(const struct accel_req *req,
 	const struct rt_job *job = req->job;
 
 	memset(s, 0, sizeof(*s));
-	s->program_handle = job->prog_bo->handle;
-	s->program_offset = 0;
-	s->program_size = job->prog_size;
+	if (job->prog->handle) {
+		s->flags = DRM_VTPU_SUBMIT_PROGRAM;
+		s->program_handle = job->prog->handle;
+	} else {
+		s->program_handle = job->prog->bo->handle;
+		s->program_size = job->prog->size;
+	}
 	s->bindings = (uint64_t)(uintptr_t)req->bind;
 	s->binding_count = (uint32_t)job->nbind;
 	if (job->profile_bo) {
@@ -734,6 +823,8 @@ const struct rt_backend_ops rt_backend_accel = {
 	.bo_create = accel_bo_create,
 	.bo_destroy = accel_bo_destroy,
 	.bo_map = accel_bo_map,
+	.prog_load = accel_prog_load,
+	.prog_unload = accel_prog_unload,
 	.submit = accel_submit,
 	.wait = accel_wait,
 };

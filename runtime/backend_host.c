@@ -5,6 +5,12 @@
  * backend_host.c - the in-process backend: the same validator and
  * executor vtpu.ko runs, on buffers from calloc().
  *
+ * Programs are loaded as vtpu.ko's program objects are: copied once into
+ * memory only this file writes, validated once (vtpu_prog_load()), and
+ * a job then only has its bindings checked against what the program
+ * needs of them (vtpu_prog_bindings_ok()), so the host's per-job cost
+ * stays the kernel's: no copy, checksum or validation per run.
+ *
  * Each "hostN" device mirrors what the driver exposes: an HBM budget
  * (only counted: there is no device address space to fragment, so the
  * largest free range is the free total), a backing store for what does
@@ -17,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <drm/vtpu_accel.h>
@@ -31,11 +38,21 @@
 #define HOST_MAX_BO	(16ULL << 30)
 /* Instructions per executor call: the executor needs no preemption here. */
 #define HOST_STEP	4096
+/* Buffers this large live in transparent huge pages. */
+#define HOST_HUGE	(2ULL << 20)
 
 struct rt_bo {
 	void *mem;
 	uint64_t size;		/* page aligned, as the driver rounds it */
 	enum vtpu_placement placed;
+};
+
+/* A loaded program: a private copy, validated. */
+struct rt_prog {
+	void *data;
+	uint64_t size;
+	struct vtpu_prog_info info;	/* points into @data */
+	struct vtpu_binding_desc need[VTPU_MAX_BINDINGS];
 };
 
 struct host_dev {
@@ -163,6 +180,42 @@ static int host_query(struct vtpu_device *d, struct vtpu_device_info *out)
 	return 0;
 }
 
+/*
+ * A buffer's memory, zeroed. Large ones are mapped in 2 MiB pages, as
+ * vtpu.ko's HBM sits in the kernel's huge direct map: a job streaming a
+ * model's weights through the executor then needs a few dozen TLB
+ * entries instead of thousands, and leaves the TLB to the runtime's next
+ * steps (in a VM a TLB miss is a two-level page walk).
+ */
+static void *host_mem_alloc(uint64_t size)
+{
+	uint8_t *p, *aligned;
+	size_t len;
+
+	if (size < HOST_HUGE)
+		return calloc(1, size);
+	len = size + HOST_HUGE;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	aligned = (uint8_t *)(((uintptr_t)p + HOST_HUGE - 1) & ~(HOST_HUGE - 1));
+	if (aligned > p)
+		munmap(p, aligned - p);
+	if (p + len > aligned + size)
+		munmap(aligned + size, p + len - (aligned + size));
+	madvise(aligned, size, MADV_HUGEPAGE);	/* a hint: 4 KiB pages do too */
+	return aligned;
+}
+
+static void host_mem_free(void *p, uint64_t size)
+{
+	if (size < HOST_HUGE)
+		free(p);
+	else if (p)
+		munmap(p, size);
+}
+
 static int host_bo_create(struct vtpu_device *d, uint64_t size,
 			  enum vtpu_placement p, struct rt_bo **out,
 			  enum vtpu_placement *placed)
@@ -209,7 +262,7 @@ static int host_bo_create(struct vtpu_device *d, uint64_t size,
 	}
 	pthread_mutex_unlock(&h->mem_lock);
 
-	bo->mem = calloc(1, size);	/* buffers read as zeros */
+	bo->mem = host_mem_alloc(size);	/* buffers read as zeros */
 	if (!bo->mem) {
 		pthread_mutex_lock(&h->mem_lock);
 		if (where == VTPU_PLACE_HBM)
@@ -241,7 +294,7 @@ static void host_bo_destroy(struct vtpu_device *d, struct rt_bo *bo)
 	else
 		h->host_bytes -= bo->size;
 	pthread_mutex_unlock(&h->mem_lock);
-	free(bo->mem);
+	host_mem_free(bo->mem, bo->size);
 	free(bo);
 }
 
@@ -249,6 +302,57 @@ static void *host_bo_map(struct vtpu_device *d, struct rt_bo *bo)
 {
 	(void)d;
 	return bo->mem;
+}
+
+static int host_prog_load(struct vtpu_device *d, const void *prog,
+			  uint64_t size, struct rt_prog **out)
+{
+	struct host_dev *h = host_dev(d);
+	struct vtpu_prog_error perr = { .insn = -1 };
+	struct rt_prog *p;
+	int ret;
+
+	*out = NULL;
+	if (!prog || size < sizeof(struct vtpu_prog_header))
+		return rt_set_error(d->client, EINVAL,
+				    "%s: a program of %llu bytes", d->name,
+				    (unsigned long long)size);
+	if (size > VTPU_MAX_PROG_SIZE)
+		return rt_set_error(d->client, E2BIG,
+				    "%s: a program of %llu bytes, at most %llu",
+				    d->name, (unsigned long long)size,
+				    (unsigned long long)VTPU_MAX_PROG_SIZE);
+	p = calloc(1, sizeof(*p));
+	/* malloc's alignment satisfies the validator's 8-byte rule */
+	if (p)
+		p->data = malloc(size);
+	if (!p || !p->data) {
+		free(p);
+		return rt_set_error(d->client, ENOMEM,
+				    "%s: out of memory for a program", d->name);
+	}
+	memcpy(p->data, prog, size);
+	p->size = size;
+	ret = vtpu_prog_load(p->data, size, h->vmem_size, &p->info, p->need,
+			     &perr);
+	if (ret) {
+		free(p->data);
+		free(p);
+		return rt_set_error(d->client, -ret,
+				    "%s: invalid program: instruction %d: %s",
+				    d->name, perr.insn, perr.why ? perr.why : "?");
+	}
+	*out = p;
+	return 0;
+}
+
+static void host_prog_unload(struct vtpu_device *d, struct rt_prog *p)
+{
+	(void)d;
+	if (!p)
+		return;
+	free(p->data);
+	free(p);
 }
 
 struct host_trace {
@@ -274,9 +378,10 @@ static void host_trace(void *arg, u32 id)
 }
 
 /*
- * Checks and runs one job the way SUBMIT and a core would. Returns the
- * job's status. Like the driver, it fills the profile only for a job that
- * passed the checks: a rejected SUBMIT writes nothing.
+ * Checks and runs one job the way SUBMIT with a program object and a
+ * core would. Returns the job's status. Like the driver, it fills the
+ * profile only for a job that passed the checks: a rejected SUBMIT
+ * writes nothing.
  */
 static int host_run(struct vtpu_device *d, struct rt_job *job)
 {
@@ -284,18 +389,17 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	struct vtpu_binding_desc desc[DRM_VTPU_MAX_BINDINGS];
 	struct vtpu_exec_binding eb[DRM_VTPU_MAX_BINDINGS];
 	struct drm_vtpu_profile *prof = NULL;
+	const struct rt_prog *prog = job->prog;
 	struct host_trace tr = { 0 };
-	struct vtpu_prog_error perr;
-	struct vtpu_prog_info info;
 	struct vtpu_exec e;
 	uint64_t start, end;
-	void *prog;
-	int i, ret;
+	int i;
 
 	if (job->nbind < 0 || job->nbind > DRM_VTPU_MAX_BINDINGS)
 		return -E2BIG;
-	if (!job->prog_bo || !job->prog_size ||
-	    job->prog_size > job->prog_bo->size)
+	if (!prog)
+		return -ENOENT;
+	if ((u32)job->nbind != prog->info.binding_count)
 		return -EINVAL;
 	for (i = 0; i < job->nbind; i++) {
 		uint32_t f = job->bind_flags[i];
@@ -313,48 +417,37 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		eb[i].size = job->bind_size[i];
 	}
 
-	/*
-	 * Validate and run a private copy, as the driver does: a thread
-	 * rewriting the program buffer meanwhile must not make the executor
-	 * run something the validator never saw.
-	 */
-	prog = malloc(job->prog_size);
-	if (!prog)
-		return -ENOMEM;
-	memcpy(prog, job->prog_bo->mem, job->prog_size);
-	ret = vtpu_prog_validate(prog, job->prog_size, desc, (u32)job->nbind,
-				 h->vmem_size, &info, &perr);
-	if (ret)
-		goto out;
+	/* O(bindings): the program itself was validated when it loaded. */
+	if (vtpu_prog_bindings_ok(prog->need, desc, (u32)job->nbind) >= 0)
+		return -EINVAL;
 
 	if (job->profile_bo) {
 		uint64_t need = sizeof(*prof) +
-			(uint64_t)info.trace_count * sizeof(prof->trace[0]);
+			(uint64_t)prog->info.trace_count * sizeof(prof->trace[0]);
 		uint64_t have = job->profile_size ? job->profile_size :
 			job->profile_bo->size;
 
 		if (have > job->profile_bo->size)
 			have = job->profile_bo->size;
-		if (need > have) {
-			ret = -EINVAL;	/* SUBMIT: a too small profile buffer */
-			goto out;
-		}
+		if (need > have)
+			return -EINVAL;	/* SUBMIT: a too small profile buffer */
 		prof = job->profile_bo->mem;
 		memset(prof, 0, sizeof(*prof));
 		prof->queued = job->submit_ns;
-		prof->flops = info.flops;
-		prof->dma_bytes = info.dma_bytes;
+		prof->flops = prog->info.flops;
+		prof->dma_bytes = prog->info.dma_bytes;
 		tr.p = prof;
-		tr.cap = info.trace_count;
+		tr.cap = prog->info.trace_count;
 	}
 
 	pthread_mutex_lock(&h->exec_lock);
+	/* On the core's clock, as vtpu.ko's core clears its VMEM. */
+	start = rt_now_ns();
 	/* No data may pass from one job to the next through VMEM. */
-	memset(h->vmem, 0, info.vmem_size);
-	vtpu_exec_init(&e, &info, eb, h->vmem);
+	memset(h->vmem, 0, prog->info.vmem_size);
+	vtpu_exec_init(&e, &prog->info, eb, h->vmem);
 	e.trace = host_trace;
 	e.trace_arg = &tr;
-	start = rt_now_ns();
 	while (!vtpu_exec_step(&e, HOST_STEP))
 		;
 	end = rt_now_ns();
@@ -368,10 +461,7 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		prof->core = 0;		/* one VMEM: everything runs as core 0 */
 		prof->status = 0;
 	}
-	ret = 0;
-out:
-	free(prog);
-	return ret;
+	return 0;
 }
 
 static int host_submit(struct vtpu_device *d, struct rt_job **jobs, int n)
@@ -409,6 +499,8 @@ const struct rt_backend_ops rt_backend_host = {
 	.bo_create = host_bo_create,
 	.bo_destroy = host_bo_destroy,
 	.bo_map = host_bo_map,
+	.prog_load = host_prog_load,
+	.prog_unload = host_prog_unload,
 	.submit = host_submit,
 	.wait = host_wait,
 };

@@ -5,6 +5,10 @@
  * buffer.c - device buffers: a backend BO plus its CPU mapping. Every
  * allocation and release goes to the profile with a memory snapshot, so
  * a trace shows how HBM filled up and fragmented over time.
+ *
+ * HBM the execution memory pool keeps idle is given back before a buffer
+ * would spill to the backing store or be refused for want of HBM: the
+ * pool must never cost a caller HBM it could have had.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,8 +46,32 @@ static void buffer_event(struct vtpu_buffer *b, enum rt_event_kind kind)
 		.ts_ns = rt_now_ns(), .value = { b->size, b->placed },
 	};
 
+	/* the snapshot queries the device: only for a session */
+	if (!rt_profiling(b->client))
+		return;
 	rt_profile_event(b->client, &ev);
 	memory_snapshot(b->device);
+}
+
+/*
+ * The backend's buffer; when HBM is short only because the pool keeps
+ * some idle, the pool gives it back and the buffer is made again.
+ */
+static int bo_create(struct vtpu_device *d, uint64_t size,
+		     enum vtpu_placement p, struct rt_bo **bo,
+		     enum vtpu_placement *placed)
+{
+	const struct rt_backend_ops *ops = d->client->ops;
+	int ret = ops->bo_create(d, size, p, bo, placed);
+	bool short_of_hbm = (ret == -ENOSPC && p == VTPU_PLACE_HBM) ||
+			    (!ret && p == VTPU_PLACE_AUTO &&
+			     *placed == VTPU_PLACE_HOST);
+
+	if (!short_of_hbm || !rt_pool_trim(d, true))
+		return ret;
+	if (!ret)
+		ops->bo_destroy(d, *bo);
+	return ops->bo_create(d, size, p, bo, placed);
 }
 
 int vtpu_buffer_create(struct vtpu_client *c, struct vtpu_device *d,
@@ -68,7 +96,8 @@ int vtpu_buffer_create(struct vtpu_client *c, struct vtpu_device *d,
 	b->client = c;
 	b->device = d;
 	b->size = size;
-	ret = ops->bo_create(d, size, p, &b->bo, &b->placed);
+	b->asked = p;
+	ret = bo_create(d, size, p, &b->bo, &b->placed);
 	if (ret) {
 		free(b);
 		return rt_set_error(c, -ret, "%s: cannot allocate %llu bytes: %s",

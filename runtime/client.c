@@ -64,6 +64,7 @@ struct vtpu_device *rt_device_alloc(struct vtpu_client *c, const char *name)
 	d->client = c;
 	d->index = c->ndevices;
 	snprintf(d->name, sizeof(d->name), "%s", name);
+	rt_pool_init(&d->pool);
 	return d;
 }
 
@@ -189,6 +190,7 @@ static int init_params(struct vtpu_client *c)
 			c->params.num_cores = d->cores;
 		if (!i || info.hbm_total < c->params.hbm_size)
 			c->params.hbm_size = info.hbm_total;
+		d->hbm_total = info.hbm_total;
 	}
 	return 0;
 }
@@ -197,8 +199,10 @@ static void free_devices(struct vtpu_client *c)
 {
 	int i;
 
-	for (i = 0; i < c->ndevices; i++)
+	for (i = 0; i < c->ndevices; i++) {
+		rt_pool_fini(c->devices[i]);
 		free(c->devices[i]);
+	}
 	c->ndevices = 0;
 }
 
@@ -275,12 +279,17 @@ err_free:
 
 void vtpu_client_destroy(struct vtpu_client *c)
 {
+	int i;
+
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	while (c->inflight)
 		pthread_cond_wait(&c->idle, &c->lock);
 	pthread_mutex_unlock(&c->lock);
+	/* the pool's buffers go while the backend can still free them */
+	for (i = 0; i < c->ndevices; i++)
+		rt_pool_trim(c->devices[i], false);
 	c->ops->close(c);
 	free_devices(c);
 	vtpu_cache_free(c->cache);

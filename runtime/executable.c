@@ -5,6 +5,12 @@
  * executable.c - compiled programs. Every graph goes through the one
  * cached path, vtpu_compile() with the client's cache, so the same graph
  * compiled twice (by any frontend) is a cache hit.
+ *
+ * An executable is loaded onto a device once, on its first use there
+ * (rt_exe_resident()): the backend validates its program once, and its
+ * weights go into a buffer of their own. Both stay, bound read-only to
+ * every execution, until the executable is destroyed (PJRT and IREE load
+ * an executable the same way; ethos-u validates a command stream once).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,10 +31,20 @@ static int fill_shapes(struct vtpu_client *c, struct vtpu_executable *e)
 				    p->nbindings, RT_MAX_BINDINGS);
 	e->nin = p->nparams;
 	e->nout = p->noutputs;
+	e->weights_binding = -1;
 	for (i = 0; i < p->nbindings; i++) {
 		const struct vtpu_binding_info *b = &p->bindings[i];
 
-		if (b->role == VTPU_BIND_SCRATCH)
+		if (b->role == VTPU_BIND_WEIGHTS) {
+			if (e->weights_binding >= 0 ||
+			    b->size > p->weights_size)
+				return rt_set_error(c, EINVAL,
+						    "program binding %d: weights of %llu bytes, the program has %llu",
+						    i, (unsigned long long)b->size,
+						    (unsigned long long)p->weights_size);
+			e->weights_binding = i;
+		}
+		if (b->role == VTPU_BIND_SCRATCH || b->role == VTPU_BIND_WEIGHTS)
 			continue;
 		if (b->index < 0 ||
 		    b->index >= (b->role == VTPU_BIND_PARAM ? e->nin : e->nout))
@@ -113,14 +129,99 @@ int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
 	return ret;
 }
 
+/* ---- resident on a device ------------------------------------------------- */
+
+/* RT_EV_LOAD: value[0] program bytes, [1] weights bytes uploaded. */
+static void load_event(struct vtpu_executable *e, struct vtpu_device *d,
+		       uint64_t start)
+{
+	struct rt_event ev = {
+		.kind = RT_EV_LOAD, .device = d->index, .core = -1,
+		.ts_ns = start, .dur_ns = rt_now_ns() - start,
+		.value = { e->prog->size, e->prog->weights_size },
+	};
+
+	rt_profile_event(e->client, &ev);
+}
+
+/* The weights in a read-only buffer of their own: HBM, else host. */
+static int upload_weights(struct vtpu_executable *e, struct vtpu_device *d,
+			  struct vtpu_buffer **out)
+{
+	const struct vtpu_program *p = e->prog;
+	int ret;
+
+	*out = NULL;
+	if (e->weights_binding < 0)
+		return 0;
+	ret = vtpu_buffer_create(e->client, d, p->weights_size,
+				 VTPU_PLACE_AUTO, out);
+	if (ret)
+		return rt_set_error(e->client, -ret,
+				    "%s: no room for %llu bytes of weights: %s",
+				    d->name, (unsigned long long)p->weights_size,
+				    vtpu_client_error(e->client));
+	return vtpu_buffer_upload(*out, 0, p->weights, p->weights_size);
+}
+
+static void unload(struct vtpu_executable *e, struct vtpu_device *d)
+{
+	struct rt_resident *r = &e->on[d->index];
+
+	if (r->prog)
+		e->client->ops->prog_unload(d, r->prog);
+	vtpu_buffer_destroy(r->weights);
+	r->prog = NULL;
+	r->weights = NULL;
+}
+
+static int load(struct vtpu_executable *e, struct vtpu_device *d)
+{
+	struct vtpu_client *c = e->client;
+	struct rt_resident *r = &e->on[d->index];
+	uint64_t start = rt_now_ns();
+	int ret;
+
+	ret = upload_weights(e, d, &r->weights);
+	if (!ret)
+		ret = c->ops->prog_load(d, e->prog->binary, e->prog->size,
+					&r->prog);
+	if (ret) {
+		unload(e, d);
+		return ret;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->stats.program_loads++;
+	if (r->weights) {
+		c->stats.weight_uploads++;
+		c->stats.weight_bytes += e->prog->weights_size;
+	}
+	pthread_mutex_unlock(&c->lock);
+	load_event(e, d, start);
+	return 0;
+}
+
+int rt_exe_resident(struct vtpu_executable *e, struct vtpu_device *d,
+		    struct rt_resident *out)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&e->lock);
+	if (!e->on[d->index].prog)
+		ret = load(e, d);
+	*out = e->on[d->index];
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
 void vtpu_executable_destroy(struct vtpu_executable *e)
 {
 	int i;
 
 	if (!e)
 		return;
-	for (i = 0; i < RT_MAX_DEVICES; i++)
-		vtpu_buffer_destroy(e->prog_buf[i]);
+	for (i = 0; i < e->client->ndevices; i++)
+		unload(e, e->client->devices[i]);
 	vtpu_program_free(e->prog);
 	pthread_mutex_destroy(&e->lock);
 	free(e);

@@ -4,7 +4,10 @@
 /*
  * execute.c - running executables: check the call, pick the device,
  * admit the run, reserve scratch, submit, and on completion apply the
- * retry policy, release, profile and count.
+ * retry policy, release, profile and count. The executable is resident
+ * on the device (executable.c) and scratch comes from the device's pool
+ * (pool.c): what a run costs on the host does not grow with its program
+ * or its weights.
  *
  * A run is an event that owns its job. The thread that waits on the
  * event drives it: it reaps the job through ops->wait and performs any
@@ -14,6 +17,7 @@
  * first attempt in one ops->submit() per device, then waits each.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,22 +34,28 @@
 /* Room for the job record and (64 KiB - 64) / 16 TRACE records. */
 #define RT_PROFILE_BYTES	(64u << 10)
 
+/*
+ * A run. Only what a run uses is allocated and written, the job's
+ * binding arrays up to the program's count: after a big run has streamed
+ * its weights through the caches, every line the next run touches is a
+ * miss.
+ */
 struct vtpu_event {
 	struct vtpu_client *client;
 	struct vtpu_executable *exe;
 	struct vtpu_device *device;
-	struct vtpu_buffer *in[RT_MAX_BINDINGS];
-	struct vtpu_buffer *out[RT_MAX_BINDINGS];
+	struct vtpu_buffer **in, **out;	/* the caller's, in bufs[] */
 	/* held by the current attempt only */
-	struct vtpu_buffer *scratch[RT_MAX_BINDINGS];
+	struct vtpu_buffer **scratch;	/* per binding, in bufs[] */
 	struct vtpu_buffer *prof;
 	bool on_device;		/* the attempt counts in the device's load */
-	struct rt_job job;
 	uint64_t id;		/* pairs SUBMIT and COMPLETE in a profile */
 	int retries;		/* of this run */
 	pthread_mutex_t lock;	/* Protects the fields below: one driver */
 	bool ended;
 	int status;
+	struct rt_job job;
+	struct vtpu_buffer *bufs[];
 };
 
 /* ---- checking a call ---------------------------------------------------- */
@@ -124,21 +134,15 @@ static uint64_t scratch_bytes(const struct vtpu_program *p)
 static int admit(struct vtpu_client *c, struct vtpu_executable *e,
 		 struct vtpu_device *d)
 {
-	struct vtpu_device_info info;
-	uint64_t need = scratch_bytes(e->prog), host;
-	int ret;
+	uint64_t need = scratch_bytes(e->prog), hbm = d->hbm_total, host;
 
-	memset(&info, 0, sizeof(info));
-	ret = c->ops->query(d, &info);
-	if (ret)
-		return rt_set_error(c, -ret, "%s: query failed", d->name);
-	host = info.hbm_total < RT_HOST_SCRATCH_MAX / RT_HOST_SCRATCH_RATIO ?
-	       info.hbm_total * RT_HOST_SCRATCH_RATIO : RT_HOST_SCRATCH_MAX;
-	if (need > info.hbm_total + host)
+	host = hbm < RT_HOST_SCRATCH_MAX / RT_HOST_SCRATCH_RATIO ?
+	       hbm * RT_HOST_SCRATCH_RATIO : RT_HOST_SCRATCH_MAX;
+	if (need > hbm + host)
 		return rt_set_error(c, E2BIG,
 				    "program needs %llu bytes of scratch; %s has %llu of HBM and %llu of host spill",
 				    (unsigned long long)need, d->name,
-				    (unsigned long long)info.hbm_total,
+				    (unsigned long long)hbm,
 				    (unsigned long long)host);
 	return 0;
 }
@@ -153,17 +157,27 @@ static struct vtpu_event *event_new(struct vtpu_client *c,
 				    struct vtpu_buffer *const *inputs,
 				    struct vtpu_buffer *const *outputs)
 {
-	struct vtpu_event *ev = calloc(1, sizeof(*ev));
+	int nb = e->prog->nbindings;
+	struct vtpu_event *ev = malloc(sizeof(*ev) + (size_t)(e->nin + e->nout +
+					nb) * sizeof(ev->bufs[0]));
 
 	if (!ev)
 		return NULL;
+	/* the job's arrays are set per attempt, reset_job() on */
+	memset(ev, 0, offsetof(struct vtpu_event, job.bind));
+	memset(&ev->job.profile_bo, 0,
+	       sizeof(*ev) - offsetof(struct vtpu_event, job.profile_bo));
 	ev->client = c;
 	ev->exe = e;
 	ev->device = d;
+	ev->in = ev->bufs;
+	ev->out = ev->in + e->nin;
+	ev->scratch = ev->out + e->nout;
 	if (e->nin)
 		memcpy(ev->in, inputs, e->nin * sizeof(*inputs));
 	if (e->nout)
 		memcpy(ev->out, outputs, e->nout * sizeof(*outputs));
+	memset(ev->scratch, 0, nb * sizeof(*ev->scratch));
 	pthread_mutex_init(&ev->lock, NULL);
 	pthread_mutex_init(&ev->job.done_lock, NULL);
 	pthread_cond_init(&ev->job.done_cond, NULL);
@@ -218,56 +232,24 @@ static int take_injected(struct vtpu_client *c)
 	return err > 0 ? -err : err;
 }
 
-/* The program in a buffer on @d, uploaded once per device. */
-static int prog_bo(struct vtpu_event *ev, struct rt_bo **out)
-{
-	struct vtpu_executable *e = ev->exe;
-	struct vtpu_device *d = ev->device;
-	struct vtpu_buffer **pb = &e->prog_buf[d->index];
-	int ret = 0;
-
-	pthread_mutex_lock(&e->lock);
-	if (!*pb) {
-		ret = vtpu_buffer_create(ev->client, d, e->prog->size,
-					 VTPU_PLACE_HOST, pb);
-		if (!ret)
-			ret = vtpu_buffer_upload(*pb, 0, e->prog->binary,
-						 e->prog->size);
-		if (ret) {
-			vtpu_buffer_destroy(*pb);
-			*pb = NULL;
-		}
-	}
-	if (!ret)
-		*out = (*pb)->bo;
-	pthread_mutex_unlock(&e->lock);
-	return ret;
-}
-
+/* The attempt's memory goes back to the device's pool. */
 static void release_attempt(struct vtpu_event *ev)
 {
 	int i;
 
-	for (i = 0; i < RT_MAX_BINDINGS; i++) {
-		vtpu_buffer_destroy(ev->scratch[i]);
+	for (i = 0; i < ev->exe->prog->nbindings; i++) {
+		rt_pool_put(ev->scratch[i]);
 		ev->scratch[i] = NULL;
 	}
-	vtpu_buffer_destroy(ev->prof);
+	rt_pool_put(ev->prof);
 	ev->prof = NULL;
 }
 
-static bool profiling(struct vtpu_client *c)
-{
-	bool on;
-
-	pthread_mutex_lock(&c->lock);
-	on = c->profile != NULL;
-	pthread_mutex_unlock(&c->lock);
-	return on;
-}
-
-/* Bindings in the program's order; scratch reserved for this attempt. */
-static int bind_all(struct vtpu_event *ev)
+/*
+ * Bindings in the program's order: the caller's buffers, the resident
+ * weights, and scratch reserved for this attempt.
+ */
+static int bind_all(struct vtpu_event *ev, const struct rt_resident *r)
 {
 	const struct vtpu_program *p = ev->exe->prog;
 	struct rt_job *job = &ev->job;
@@ -277,24 +259,29 @@ static int bind_all(struct vtpu_event *ev)
 		const struct vtpu_binding_info *bi = &p->bindings[i];
 
 		job->bind_size[i] = bi->size;
-		if (bi->role == VTPU_BIND_PARAM) {
+		switch (bi->role) {
+		case VTPU_BIND_PARAM:
 			job->bind[i] = ev->in[bi->index]->bo;
 			job->bind_flags[i] = DRM_VTPU_BIND_READ;
-			continue;
-		}
-		if (bi->role == VTPU_BIND_OUTPUT) {
+			break;
+		case VTPU_BIND_OUTPUT:
 			job->bind[i] = ev->out[bi->index]->bo;
 			job->bind_flags[i] = DRM_VTPU_BIND_WRITE;
-			continue;
+			break;
+		case VTPU_BIND_WEIGHTS:
+			job->bind[i] = r->weights->bo;
+			job->bind_flags[i] = DRM_VTPU_BIND_READ;
+			break;
+		default:
+			/* AUTO: a full HBM spills to the backing store */
+			ret = rt_pool_get(ev->device, bi->size ? bi->size : 1,
+					  VTPU_PLACE_AUTO, &ev->scratch[i]);
+			if (ret)
+				return ret;
+			job->bind[i] = ev->scratch[i]->bo;
+			job->bind_flags[i] = DRM_VTPU_BIND_READ |
+					     DRM_VTPU_BIND_WRITE;
 		}
-		/* AUTO: a full HBM spills to the backing store */
-		ret = vtpu_buffer_create(ev->client, ev->device,
-					 bi->size ? bi->size : 1,
-					 VTPU_PLACE_AUTO, &ev->scratch[i]);
-		if (ret)
-			return ret;
-		job->bind[i] = ev->scratch[i]->bo;
-		job->bind_flags[i] = DRM_VTPU_BIND_READ | DRM_VTPU_BIND_WRITE;
 	}
 	job->nbind = p->nbindings;
 	return 0;
@@ -304,10 +291,10 @@ static int profile_buffer(struct vtpu_event *ev)
 {
 	int ret;
 
-	if (!profiling(ev->client))
+	if (!rt_profiling(ev->client))
 		return 0;
-	ret = vtpu_buffer_create(ev->client, ev->device, RT_PROFILE_BYTES,
-				 VTPU_PLACE_HOST, &ev->prof);
+	ret = rt_pool_get(ev->device, RT_PROFILE_BYTES, VTPU_PLACE_HOST,
+			  &ev->prof);
 	if (ret)
 		return ret;
 	memset(ev->prof->map, 0, RT_PROFILE_BYTES);
@@ -324,19 +311,15 @@ static void fail_attempt(struct vtpu_event *ev, int err)
 	rt_job_done(&ev->job);
 }
 
-/*
- * Readies the next attempt. Returns true when its job must be submitted;
- * false when it already ended (an injected failure, or no memory).
- */
 /* A fresh job for the next attempt; the lock, condvar and ctx stay. */
 static void reset_job(struct vtpu_event *ev)
 {
 	struct rt_job *job = &ev->job;
 
-	memset(job->bind, 0, sizeof(job->bind));
+	memset(job->bind, 0, ev->exe->prog->nbindings * sizeof(job->bind[0]));
 	job->device = ev->device;
 	job->exe = ev->exe;
-	job->prog_size = ev->exe->prog->size;
+	job->prog = NULL;
 	job->profile_bo = NULL;
 	job->profile_size = 0;
 	job->status = 0;
@@ -349,20 +332,29 @@ static void reset_job(struct vtpu_event *ev)
 	ev->on_device = false;
 }
 
+/*
+ * Readies the next attempt. Returns true when its job must be submitted;
+ * false when it already ended (an injected failure, no memory, a program
+ * that would not load).
+ */
 static bool prepare_attempt(struct vtpu_event *ev)
 {
 	struct vtpu_device *d = ev->device;
 	struct rt_job *job = &ev->job;
+	struct rt_resident r;
 	int ret;
 
 	reset_job(ev);
-	ret = take_injected(ev->client);
-	if (!ret)
-		ret = prog_bo(ev, &job->prog_bo);
-	if (!ret)
-		ret = bind_all(ev);
+	ret = rt_exe_resident(ev->exe, d, &r);
+	if (!ret) {
+		job->prog = r.prog;
+		ret = bind_all(ev, &r);
+	}
 	if (!ret)
 		ret = profile_buffer(ev);
+	/* last: an injected failure has memory reserved to give back */
+	if (!ret)
+		ret = take_injected(ev->client);
 	if (ret) {
 		fail_attempt(ev, ret);
 		return false;

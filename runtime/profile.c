@@ -34,6 +34,11 @@
  * RT_EV_MEMORY (device, -1; when, 0; NULL), all of HBM:
  *	[0] used bytes		[1] free bytes
  *	[2] largest free block	[3] free blocks, a count (0: not known)
+ * RT_EV_RESERVE, RT_EV_RELEASE (device, -1; when, 0; NULL): an attempt's
+ *	memory from and back to the device's pool:
+ *	[0] size in bytes	[1] placement	[2] 1: an idle buffer reused
+ * RT_EV_LOAD (device, -1; start, duration; NULL): an executable loaded
+ *	onto a device: [0] program bytes	[1] weights bytes uploaded
  *
  * ---- the trace ----------------------------------------------------------
  *
@@ -49,8 +54,10 @@
  *   COMPILE "X" name "compile", args cache "hit"/"miss", program, code_bytes
  *   JOB     "X" args core, insns, flops, dma_bytes, status
  *   OP      "X" args op_id
- *   SUBMIT, COMPLETE, ALLOC, FREE  "i" (thread scope); args id/jobs,
- *           status/id, size/placement
+ *   LOAD    "X" args program_bytes, weights_bytes
+ *   SUBMIT, COMPLETE, ALLOC, FREE, RESERVE, RELEASE  "i" (thread
+ *           scope); args id/jobs, status/id, size/placement (and
+ *           reused for RESERVE)
  *   MEMORY  "C" name "memory", args hbm_used, hbm_free, largest_free,
  *           external_fragmentation (1 - largest_free / hbm_free; 0 when
  *           nothing is free), free_blocks
@@ -192,6 +199,11 @@ static void append(struct vtpu_profile *p, const struct rt_event *ev)
 drop:
 	/* The caller cannot handle an error; the trace reports the loss. */
 	p->dropped++;
+}
+
+bool rt_profiling(struct vtpu_client *c)
+{
+	return __atomic_load_n(&c->profile, __ATOMIC_ACQUIRE) != NULL;
 }
 
 void rt_profile_event(struct vtpu_client *c, const struct rt_event *ev)
@@ -404,8 +416,18 @@ static void put_args(struct out *o, const struct rt_event *ev)
 		break;
 	case RT_EV_ALLOC:
 	case RT_EV_FREE:
+	case RT_EV_RELEASE:
 		put_key_u64(o, "size", v[0]);
 		put_key_str(o, "placement", placement_name(v[1]));
+		break;
+	case RT_EV_RESERVE:
+		put_key_u64(o, "size", v[0]);
+		put_key_str(o, "placement", placement_name(v[1]));
+		put_key_u64(o, "reused", v[2]);
+		break;
+	case RT_EV_LOAD:
+		put_key_u64(o, "program_bytes", v[0]);
+		put_key_u64(o, "weights_bytes", v[1]);
 		break;
 	case RT_EV_SUBMIT:
 		put_key_u64(o, "id", v[0]);
@@ -448,6 +470,9 @@ static const struct {
 	[RT_EV_JOB]		= { NULL, "X" },
 	[RT_EV_OP]		= { NULL, "X" },
 	[RT_EV_MEMORY]		= { "memory", "C" },
+	[RT_EV_RESERVE]		= { "reserve", "i" },
+	[RT_EV_RELEASE]		= { "release", "i" },
+	[RT_EV_LOAD]		= { "load", "X" },
 };
 
 static void put_event(struct out *o, const struct rt_event *ev)

@@ -3,9 +3,17 @@
 
 /*
  * rt.h - libvtpu internals, one section per file. The front end
- * (client.c, buffer.c, executable.c, execute.c, stats.c) implements
- * vtpu.h on top of a backend (backend_accel.c, backend_host.c) reached
- * through struct rt_backend_ops, like IREE's HAL drivers.
+ * (client.c, buffer.c, pool.c, executable.c, execute.c, stats.c)
+ * implements vtpu.h on top of a backend (backend_accel.c,
+ * backend_host.c) reached through struct rt_backend_ops, like IREE's HAL
+ * drivers.
+ *
+ * An executable is loaded once per device, on first use: its program
+ * (validated then, by the kernel or by the host backend) and its weights
+ * (uploaded into a read-only buffer, HBM when it fits) stay there until
+ * the executable is destroyed. An execution then only reserves its
+ * scratch from the device's pool and submits: nothing per run grows with
+ * the program or its weights.
  */
 #ifndef VTPU_RT_H
 #define VTPU_RT_H
@@ -20,6 +28,7 @@
 #define RT_MAX_BINDINGS	64
 
 struct rt_bo;		/* a backend buffer: a GEM BO, or host memory */
+struct rt_prog;		/* a program loaded on a device: the backend's */
 struct rt_job;
 
 /* ---- backends: backend_accel.c, backend_host.c ------------------------- */
@@ -44,6 +53,17 @@ struct rt_backend_ops {
 	/* A CPU mapping of the whole buffer, valid until it is destroyed. */
 	void *(*bo_map)(struct vtpu_device *d, struct rt_bo *bo);
 	/*
+	 * Loads a program onto @d for every job that will run it: copies
+	 * it where nobody can change it and validates it completely, once
+	 * (vtpu.ko's PROGRAM_CREATE, vtpu_prog_load() on the host). A job
+	 * then names it (job->prog) and its submission checks only its
+	 * bindings. -EINVAL with a message: the program is invalid.
+	 */
+	int (*prog_load)(struct vtpu_device *d, const void *prog,
+			 uint64_t size, struct rt_prog **out);
+	/* Drops it; jobs already submitted keep what they need. */
+	void (*prog_unload)(struct vtpu_device *d, struct rt_prog *p);
+	/*
 	 * Submits @n jobs together (one io_uring_enter() on accel). Each job
 	 * ends later: the backend sets job->status, job->device_ns and the
 	 * profile, then calls rt_job_done(job). A job that cannot even be
@@ -65,13 +85,27 @@ extern const struct rt_backend_ops rt_backend_host;
 
 /* ---- objects ----------------------------------------------------------- */
 
+/*
+ * A device's pool of idle per-execution buffers (pool.c). Protected by
+ * its lock; the buffers are listed through vtpu_buffer.pool_next.
+ */
+struct rt_pool {
+	pthread_mutex_t lock;
+	struct vtpu_buffer *idle;	/* most recently returned first */
+	uint64_t idle_bytes;		/* of them, all placements */
+	uint64_t idle_hbm;		/* of them, in HBM */
+	uint64_t reuses, creates;	/* reservations served either way */
+};
+
 struct vtpu_device {
 	struct vtpu_client *client;
 	int index;
 	char name[32];
 	void *priv;			/* the backend's */
 	uint64_t vmem_size;
+	uint64_t hbm_total;		/* fixed: read once at open */
 	int cores;
+	struct rt_pool pool;
 	/* load, for device selection and statistics */
 	uint64_t jobs_in_flight;	/* atomic */
 	uint64_t jobs_completed;	/* atomic */
@@ -102,14 +136,23 @@ struct vtpu_buffer {
 	uint64_t size;
 	enum vtpu_placement placed;
 	void *map;
+	/* pool.c's, for buffers of the execution memory pool */
+	enum vtpu_placement asked;
+	struct vtpu_buffer *pool_next;	/* while idle in the pool */
+};
+
+/* What an executable keeps on one device, from its first use there. */
+struct rt_resident {
+	struct rt_prog *prog;		/* loaded: validated once */
+	struct vtpu_buffer *weights;	/* uploaded once; NULL: none */
 };
 
 struct vtpu_executable {
 	struct vtpu_client *client;
 	struct vtpu_program *prog;
-	/* the program in a device buffer, per device, made on first use */
-	struct vtpu_buffer *prog_buf[RT_MAX_DEVICES];
-	pthread_mutex_t lock;		/* protects prog_buf */
+	pthread_mutex_t lock;		/* protects on[] */
+	struct rt_resident on[RT_MAX_DEVICES];
+	int weights_binding;		/* -1: none */
 	int nin, nout;
 	struct vtpu_shape in_shape[RT_MAX_BINDINGS];
 	struct vtpu_shape out_shape[RT_MAX_BINDINGS];
@@ -122,8 +165,7 @@ struct vtpu_executable {
 struct rt_job {
 	struct vtpu_device *device;
 	struct vtpu_executable *exe;
-	struct rt_bo *prog_bo;		/* holds exe's program */
-	uint64_t prog_size;
+	struct rt_prog *prog;		/* loaded on @device */
 	int nbind;
 	struct rt_bo *bind[RT_MAX_BINDINGS];
 	uint64_t bind_size[RT_MAX_BINDINGS];
@@ -153,6 +195,32 @@ void rt_job_done(struct rt_job *job);
 /* The least loaded device (jobs in flight, then busy time). */
 struct vtpu_device *rt_pick_device(struct vtpu_client *c);
 
+/* ---- executable.c ---------------------------------------------------------- */
+
+/*
+ * What @e keeps on @d, loading it there first if this is its first use:
+ * the program validated once, the weights uploaded once.
+ */
+int rt_exe_resident(struct vtpu_executable *e, struct vtpu_device *d,
+		    struct rt_resident *out);
+
+/* ---- pool.c: per-execution memory ------------------------------------------ */
+
+void rt_pool_init(struct rt_pool *p);
+/*
+ * Reserves @size bytes of placement @p on @d for one attempt: an idle
+ * pooled buffer that fits, else a new one. Its contents are whatever
+ * the last user left (the compiler never reads scratch it did not
+ * write); rt_pool_put() gives it back.
+ */
+int rt_pool_get(struct vtpu_device *d, uint64_t size, enum vtpu_placement p,
+		struct vtpu_buffer **out);
+void rt_pool_put(struct vtpu_buffer *b);
+/* Frees idle buffers (@hbm_only: those in HBM); returns the bytes. */
+uint64_t rt_pool_trim(struct vtpu_device *d, bool hbm_only);
+/* Frees every idle buffer; nothing may be reserved any more. */
+void rt_pool_fini(struct vtpu_device *d);
+
 /* ---- profile.c ----------------------------------------------------------- */
 
 enum rt_event_kind {
@@ -164,6 +232,9 @@ enum rt_event_kind {
 	RT_EV_JOB,		/* the device's record: core, start, end */
 	RT_EV_OP,		/* a TRACE span on a core */
 	RT_EV_MEMORY,		/* counter: HBM used, fragmentation */
+	RT_EV_RESERVE,		/* an attempt's memory: size, from the pool */
+	RT_EV_RELEASE,
+	RT_EV_LOAD,		/* an executable loaded onto a device */
 };
 
 struct rt_event {
@@ -177,5 +248,7 @@ struct rt_event {
 
 /* Appends an event to the client's active session, if any. */
 void rt_profile_event(struct vtpu_client *c, const struct rt_event *ev);
+/* Whether a session is recording (a hint: it may stop at once). */
+bool rt_profiling(struct vtpu_client *c);
 
 #endif /* VTPU_RT_H */

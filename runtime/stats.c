@@ -28,12 +28,18 @@ static void device_stats(struct vtpu_client *c, struct vtpu_stats *out,
 		/* several cores can be busy at once: cap at fully busy */
 		out->device[i].utilisation = busy >= wall ? 1.0 :
 					     (double)busy / (double)wall;
+		out->device[i].busy_ns = busy;
 		out->device[i].executions =
 			__atomic_load_n(&d->jobs_completed, __ATOMIC_RELAXED);
 		out->device[i].hbm_total = info.hbm_total;
 		out->device[i].hbm_used = info.hbm_total - info.hbm_free;
 		out->device[i].memory_utilisation = info.hbm_total ?
 			(double)out->device[i].hbm_used / info.hbm_total : 0;
+		pthread_mutex_lock(&d->pool.lock);
+		out->device[i].pool_idle = d->pool.idle_bytes;
+		out->device[i].pool_reuses = d->pool.reuses;
+		out->device[i].pool_creates = d->pool.creates;
+		pthread_mutex_unlock(&d->pool.lock);
 	}
 }
 

@@ -178,7 +178,7 @@ static const char *human(uint64_t b, char *s, size_t len)
 static void print_cost(const char *file, const struct vtpu_program *p)
 {
 	const struct vtpu_cost *c = &p->cost;
-	char s[7][32];
+	char s[8][32];
 
 	printf("%s: %u kernels, %u instructions, %zu bytes\n", file,
 	       c->kernel_count, c->insn_count, p->size);
@@ -188,7 +188,10 @@ static void print_cost(const char *file, const struct vtpu_program *p)
 	printf("  estimated time   %.4g us (one core)\n", c->est_time_ns / 1e3);
 	printf("memory:\n");
 	printf("  code             %s\n", human(c->code_bytes, s[1], 32));
-	printf("  constants        %s\n", human(c->const_bytes, s[2], 32));
+	printf("  constants        %s (in the program)\n",
+	       human(c->const_bytes, s[2], 32));
+	printf("  weights          %s (a read-only binding)\n",
+	       human(c->weights_bytes, s[7], 32));
 	printf("  parameters       %s\n", human(c->param_bytes, s[3], 32));
 	printf("  outputs          %s\n", human(c->output_bytes, s[4], 32));
 	printf("  scratch          %s\n", human(c->scratch_bytes, s[5], 32));

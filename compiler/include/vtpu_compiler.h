@@ -14,12 +14,16 @@
  * types are f32, bf16, s32, s64 and pred (booleans).
  *
  * vtpu_compile() turns a graph into a struct vtpu_program: the binary
- * the device runs, how its bindings map to parameters, outputs and
- * scratch, and the cost model's figures.
+ * the device runs, its weights (the large constants, which are data the
+ * program reads through a binding, not part of the code), how its
+ * bindings map to parameters, outputs, scratch and weights, and the cost
+ * model's figures.
  *
  * Ownership: a graph owns everything built into it; a program owns its
- * binary and tables. Thread safety: a graph or program may be used by
- * one thread at a time; different objects are independent.
+ * binary and tables, and holds a reference on its weights, which copies
+ * of the program (the compile cache's among them) share read-only.
+ * Thread safety: a graph or program may be used by one thread at a time;
+ * different objects are independent.
  */
 #ifndef VTPU_COMPILER_H
 #define VTPU_COMPILER_H
@@ -230,11 +234,17 @@ enum vtpu_binding_role {
 	VTPU_BIND_PARAM,	/* parameter @index, read */
 	VTPU_BIND_OUTPUT,	/* output @index, written */
 	VTPU_BIND_SCRATCH,	/* intermediates, read and written */
+	/*
+	 * The program's weights, read only: bind a buffer holding
+	 * struct vtpu_program.weights. Made once per device and kept
+	 * resident, it is never part of an execution's own memory.
+	 */
+	VTPU_BIND_WEIGHTS,
 };
 
 struct vtpu_binding_info {
 	enum vtpu_binding_role role;
-	int index;		/* parameter or output number; 0 for scratch */
+	int index;		/* parameter or output number; else 0 */
 	uint64_t size;		/* bytes */
 	struct vtpu_shape shape;	/* parameters and outputs */
 };
@@ -244,7 +254,9 @@ struct vtpu_cost {
 	double flops;
 	double bytes_moved;		/* DMA bytes */
 	double est_time_ns;		/* on one core */
-	uint64_t code_bytes, const_bytes;
+	uint64_t code_bytes;
+	uint64_t const_bytes;		/* small constants, in the program */
+	uint64_t weights_bytes;		/* large ones, in the weights binding */
 	uint64_t param_bytes, output_bytes;
 	uint64_t scratch_bytes;		/* planned HBM scratch peak */
 	uint64_t scratch_lower_bound;	/* liveness lower bound */
@@ -256,6 +268,13 @@ struct vtpu_cost {
 struct vtpu_program {
 	void *binary;			/* the program, header first */
 	size_t size;
+	/*
+	 * The contents of the VTPU_BIND_WEIGHTS binding, in the device's
+	 * formats at the offsets the code reads (NULL and 0 when the
+	 * program has none). Shared and read only: never write them.
+	 */
+	const void *weights;
+	uint64_t weights_size;
 	int nbindings;
 	struct vtpu_binding_info *bindings;	/* in binding order */
 	int nparams, noutputs;

@@ -68,7 +68,8 @@ struct vtpu_client_options {
 	const char *cache_dir;		/* NULL: $XDG_CACHE_HOME/vtpu; "": none */
 	/*
 	 * Test hook: fail the next @inject_failures executions with
-	 * @inject_errno before they reach the device.
+	 * @inject_errno before they reach the device, once their memory
+	 * is reserved (which must come back).
 	 */
 	int inject_failures;
 	int inject_errno;
@@ -135,13 +136,21 @@ enum vtpu_placement vtpu_buffer_placement(const struct vtpu_buffer *b);
 
 /* ---- executables ------------------------------------------------------- */
 
-/* Compiles @g (the graph stays the caller's) through the compile cache. */
+/*
+ * Compiles @g (the graph stays the caller's) through the compile cache.
+ * On its first use on a device, an executable is loaded there once: its
+ * program is validated and its weights (large constants) are uploaded
+ * into a read-only buffer (HBM, or the backing store when HBM is short)
+ * that stays until the executable is destroyed. Executions then copy,
+ * validate and upload nothing of either.
+ */
 int vtpu_executable_compile(struct vtpu_client *c,
 			    const struct vtpu_graph *g,
 			    struct vtpu_executable **out_exe);
 /* Parses and compiles XLA HLO text. */
 int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
 				size_t len, struct vtpu_executable **out_exe);
+/* Unloads it from every device and frees it. */
 void vtpu_executable_destroy(struct vtpu_executable *e);
 /* FLOPs, estimated time, memory by kind: the compiler's cost model. */
 int vtpu_executable_cost(const struct vtpu_executable *e,
@@ -158,9 +167,11 @@ int vtpu_executable_output_shape(const struct vtpu_executable *e, int i,
 /*
  * Runs @e on @inputs (one buffer per parameter, each at least the
  * parameter's size) into @outputs (one per output), on the least loaded
- * device. Scratch memory is reserved for the run and released whatever
- * happens. Retryable failures (-ETIMEDOUT, -EBUSY, -EAGAIN) are retried
- * up to the client's budget; others are returned at once.
+ * device. Scratch memory is reserved for the run from the device's pool
+ * and released to it whatever happens (the pool keeps it for the next
+ * run, and gives idle HBM back when buffers need it). Retryable
+ * failures (-ETIMEDOUT, -EBUSY, -EAGAIN) are retried up to the client's
+ * budget; others are returned at once.
  */
 int vtpu_execute(struct vtpu_client *c, struct vtpu_executable *e,
 		 struct vtpu_buffer *const *inputs,
@@ -204,12 +215,19 @@ struct vtpu_stats {
 	double error_rate;		/* failures / executions */
 	uint64_t cache_hits, cache_misses;
 	double cache_hit_rate;
+	uint64_t program_loads;		/* executables loaded onto a device */
+	uint64_t weight_uploads;	/* weights uploaded (once per load) */
+	uint64_t weight_bytes;		/* bytes those uploads copied */
 	int ndevices;
 	struct {
 		double utilisation;	/* busy time / wall time since open */
+		uint64_t busy_ns;	/* time on the cores, all jobs */
 		uint64_t executions;
 		uint64_t hbm_used, hbm_total;
 		double memory_utilisation;	/* hbm_used / hbm_total */
+		uint64_t pool_idle;	/* bytes the pool keeps, idle */
+		uint64_t pool_reuses;	/* reservations it served */
+		uint64_t pool_creates;	/* reservations that made a buffer */
 	} device[16];
 };
 

@@ -157,9 +157,10 @@ static inline void *prog_matmul(size_t *size)
 	return p;
 }
 
-/* A matmul job's buffers on one device, inputs filled with small ints. */
+/* A matmul job's loaded program and buffers, inputs small ints. */
 struct mm {
-	struct rt_bo *prog, *a, *b, *out, *prof;
+	struct rt_prog *prog;
+	struct rt_bo *a, *b, *out, *prof;
 	size_t prog_size;
 };
 
@@ -174,12 +175,10 @@ static inline int mm_setup(struct vtpu_device *d, struct mm *m, int seed)
 	p = prog_matmul(&m->prog_size);
 	if (!p)
 		return -ENOMEM;
-	ret = ops->bo_create(d, m->prog_size, VTPU_PLACE_HOST, &m->prog, &pl);
-	if (!ret) {
-		memcpy(ops->bo_map(d, m->prog), p, m->prog_size);
-		ret = ops->bo_create(d, M * K * 4, VTPU_PLACE_AUTO, &m->a, &pl);
-	}
+	ret = ops->prog_load(d, p, m->prog_size, &m->prog);
 	free(p);
+	if (!ret)
+		ret = ops->bo_create(d, M * K * 4, VTPU_PLACE_AUTO, &m->a, &pl);
 	if (!ret)
 		ret = ops->bo_create(d, K * NN * 4, VTPU_PLACE_AUTO, &m->b, &pl);
 	if (!ret)
@@ -199,7 +198,7 @@ static inline int mm_setup(struct vtpu_device *d, struct mm *m, int seed)
 
 static inline void mm_teardown(struct vtpu_device *d, struct mm *m)
 {
-	ops->bo_destroy(d, m->prog);
+	ops->prog_unload(d, m->prog);
 	ops->bo_destroy(d, m->a);
 	ops->bo_destroy(d, m->b);
 	ops->bo_destroy(d, m->out);
@@ -210,8 +209,7 @@ static inline void mm_job(struct rt_job *job, struct vtpu_device *d,
 			  struct mm *m, bool profile)
 {
 	job_init(job, d);
-	job->prog_bo = m->prog;
-	job->prog_size = m->prog_size;
+	job->prog = m->prog;
 	job->nbind = 3;
 	job->bind[0] = m->a;
 	job->bind_size[0] = M * K * 4;

@@ -7,8 +7,9 @@
  * jobs whose output and profile come back, an invalid program that ends
  * its job with -EINVAL, batches waited out of order, waits with
  * timeouts, and threads sharing one device's queue (the leader/follower
- * reaping). Every test runs twice: on io_uring and on the ioctl
- * fallback (VTPU_ACCEL_SQ).
+ * reaping). Every test runs on io_uring and on the ioctl fallback
+ * (VTPU_ACCEL_SQ) with program objects, and on io_uring with uAPI 1.1's
+ * program copied per SUBMIT (VTPU_ACCEL_PROGRAM=copy).
  *
  * Checks the device figures against VTPU_NUM_DEVICES, VTPU_NUM_CORES,
  * VTPU_HBM_MIB and VTPU_VMEM_KIB when they are set (tools/kselftest.sh
@@ -45,16 +46,20 @@ FIXTURE(accel) {
 
 FIXTURE_VARIANT(accel) {
 	const char *sq;
+	const char *program;	/* VTPU_ACCEL_PROGRAM */
 };
 
-FIXTURE_VARIANT_ADD(accel, uring) { .sq = "uring" };
-FIXTURE_VARIANT_ADD(accel, ioctl) { .sq = "ioctl" };
+FIXTURE_VARIANT_ADD(accel, uring) { .sq = "uring", .program = "auto" };
+FIXTURE_VARIANT_ADD(accel, ioctl) { .sq = "ioctl", .program = "auto" };
+/* uAPI 1.1's path: the program copied and validated per SUBMIT */
+FIXTURE_VARIANT_ADD(accel, uring_copy) { .sq = "uring", .program = "copy" };
 
 FIXTURE_SETUP(accel)
 {
 	int ret;
 
 	setenv("VTPU_ACCEL_SQ", variant->sq, 1);
+	setenv("VTPU_ACCEL_PROGRAM", variant->program, 1);
 	self->c = client_open(1, 0, &ret);
 	ASSERT_NE(NULL, self->c);
 	if (ret == -ENODEV)
@@ -181,21 +186,33 @@ TEST_F(accel, program_and_profile)
 
 TEST_F(accel, invalid_program)
 {
+	struct rt_prog *bad = NULL;
 	struct rt_job job;
 	uint8_t *prog;
 	struct mm m;
+	size_t size;
 
 	ASSERT_EQ(0, mm_setup(self->d, &m, 2));
-	prog = ops->bo_map(self->d, m.prog);
-	prog[m.prog_size - 1] ^= 0x40;		/* checksum mismatch */
-	mm_job(&job, self->d, &m, false);
-	ASSERT_EQ(0, run_one(self->d, &job));
-	EXPECT_TRUE(job.done);
-	EXPECT_EQ(-EINVAL, job.status);
-	job_fini(&job);
+	prog = prog_matmul(&size);
+	ASSERT_NE(NULL, prog);
+	prog[size - 1] ^= 0x40;		/* checksum mismatch */
+	if (!strcmp(variant->program, "copy")) {
+		/* uAPI 1.1: loads, and its job is refused at SUBMIT */
+		ASSERT_EQ(0, ops->prog_load(self->d, prog, size, &bad));
+		mm_job(&job, self->d, &m, false);
+		job.prog = bad;
+		ASSERT_EQ(0, run_one(self->d, &job));
+		EXPECT_TRUE(job.done);
+		EXPECT_EQ(-EINVAL, job.status);
+		job_fini(&job);
+		ops->prog_unload(self->d, bad);
+	} else {
+		EXPECT_EQ(-EINVAL, ops->prog_load(self->d, prog, size, &bad));
+		EXPECT_EQ(NULL, bad);
+	}
+	free(prog);
 
 	/* Too few bindings for the program. */
-	prog[m.prog_size - 1] ^= 0x40;
 	mm_job(&job, self->d, &m, false);
 	job.nbind = 2;
 	ASSERT_EQ(0, run_one(self->d, &job));
@@ -245,7 +262,8 @@ TEST_F(accel, batch_out_of_order)
 
 TEST_F(accel, wait_timeout)
 {
-	struct rt_bo *prog, *out;
+	struct rt_prog *prog;
+	struct rt_bo *out;
 	enum vtpu_placement pl;
 	struct rt_job job, *jobs[1] = { &job };
 	/* ~0.4 s under TCG, well inside the 2 s job timeout */
@@ -257,14 +275,12 @@ TEST_F(accel, wait_timeout)
 
 	p = vtpu_prog_spin(n, count, &size);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, ops->bo_create(self->d, size, VTPU_PLACE_HOST, &prog, &pl));
-	memcpy(ops->bo_map(self->d, prog), p, size);
+	ASSERT_EQ(0, ops->prog_load(self->d, p, size, &prog));
 	free(p);
 	ASSERT_EQ(0, ops->bo_create(self->d, n * n * 4, VTPU_PLACE_AUTO, &out,
 				    &pl));
 	job_init(&job, self->d);
-	job.prog_bo = prog;
-	job.prog_size = size;
+	job.prog = prog;
 	job.nbind = 1;
 	job.bind[0] = out;
 	job.bind_size[0] = n * n * 4;
@@ -287,7 +303,7 @@ TEST_F(accel, wait_timeout)
 	TH_LOG("spin job: %.1f ms on the core",
 	       (double)job.device_ns / 1e6);
 	job_fini(&job);
-	ops->bo_destroy(self->d, prog);
+	ops->prog_unload(self->d, prog);
 	ops->bo_destroy(self->d, out);
 }
 

@@ -2,8 +2,9 @@
 /*
  * Description: the compile cache. graph_hash() changes with anything
  * that changes the code (a constant's value, the device) and nothing
- * else; the cache returns copies of what was put, evicts the least
- * recently used entry, survives a round trip through its directory, and
+ * else; the cache returns copies of what was put (sharing the weights,
+ * which are never copied), evicts the least recently used entry,
+ * survives a round trip through its directory, weights included, and
  * turns a damaged file into a counted miss that removes the file.
  */
 #include <errno.h>
@@ -82,22 +83,30 @@ static struct vtpu_program *program(int seed)
 	p->cost.est_time_ns = 1e3;
 	p->cost.scratch_bytes = 4096;
 	p->cost.kernel_count = seed;
+	if (seed >= 0) {
+		unsigned char *w;
+
+		p->weights_size = 1000 + seed;
+		w = weights_alloc(p->weights_size);
+		for (i = 0; i < (int)p->weights_size; i++)
+			w[i] = i * 7 + seed;
+		p->weights = w;
+		p->cost.weights_bytes = p->weights_size;
+	}
 	return p;
 }
 
-/* As vtpu_program_free() does: every part is malloc'd. */
 static void program_free(struct vtpu_program *p)
 {
-	if (!p)
-		return;
-	free(p->binary);
-	free(p->bindings);
-	free(p);
+	vtpu_program_free(p);
 }
 
 static bool program_eq(const struct vtpu_program *a, const struct vtpu_program *b)
 {
-	return a->size == b->size && !memcmp(a->binary, b->binary, a->size) &&
+	return a->weights_size == b->weights_size &&
+	       (!a->weights_size ||
+		!memcmp(a->weights, b->weights, a->weights_size)) &&
+	       a->size == b->size && !memcmp(a->binary, b->binary, a->size) &&
 	       a->nbindings == b->nbindings &&
 	       !memcmp(a->bindings, b->bindings,
 		       a->nbindings * sizeof(*a->bindings)) &&
@@ -184,6 +193,25 @@ TEST(memory_put_get_copies)
 	ASSERT_EQ(0, st.disk_hits);
 	program_free(p);
 	vtpu_cache_free(c);
+}
+
+TEST(memory_hit_shares_the_weights)
+{
+	struct vtpu_cache *c = vtpu_cache_new(4, "");
+	struct vtpu_program *p = program(2), *got = NULL, *again = NULL;
+
+	ASSERT_EQ(0, vtpu_cache_put(c, k1, p));
+	ASSERT_EQ(0, vtpu_cache_get(c, k1, &got));
+	ASSERT_EQ(0, vtpu_cache_get(c, k1, &again));
+	EXPECT_TRUE(program_eq(p, got));
+	/* one blob, referenced: a hit copies no weights */
+	EXPECT_EQ(p->weights, got->weights);
+	EXPECT_EQ(p->weights, again->weights);
+	program_free(p);
+	program_free(got);
+	vtpu_cache_free(c);	/* the last reference is again's */
+	EXPECT_EQ(7 * 3 + 2, ((const unsigned char *)again->weights)[3]);
+	program_free(again);
 }
 
 TEST(lru_evicts_least_recently_used)
@@ -303,11 +331,37 @@ TEST_F(disk, flipped_payload_byte_is_corrupt_miss)
 	struct vtpu_cache_stats st;
 
 	ASSERT_EQ(0, put_to_disk(self->dir, self->p));
-	ASSERT_EQ(0, flip_byte(self->path, 48 + 20));
+	ASSERT_EQ(0, flip_byte(self->path, 64 + 20));
 	ASSERT_EQ(0, get_from_disk(self->dir, self->p, &st));
 	ASSERT_EQ(1, st.corrupt);
 	ASSERT_EQ(1, st.misses);
 	ASSERT_NE(0, access(self->path, F_OK));
+}
+
+TEST_F(disk, flipped_weights_byte_is_corrupt_miss)
+{
+	struct vtpu_cache_stats st;
+	struct stat sb;
+
+	ASSERT_EQ(0, put_to_disk(self->dir, self->p));
+	ASSERT_EQ(0, stat(self->path, &sb));
+	/* the weights are the file's last bytes */
+	ASSERT_EQ(0, flip_byte(self->path, sb.st_size - 10));
+	ASSERT_EQ(0, get_from_disk(self->dir, self->p, &st));
+	ASSERT_EQ(1, st.corrupt);
+	ASSERT_NE(0, access(self->path, F_OK));
+}
+
+TEST_F(disk, program_without_weights_round_trips)
+{
+	struct vtpu_program *p = program(-1);
+	struct vtpu_cache_stats st;
+
+	ASSERT_EQ(NULL, p->weights);
+	ASSERT_EQ(0, put_to_disk(self->dir, p));
+	ASSERT_EQ(1, get_from_disk(self->dir, p, &st));
+	ASSERT_EQ(1, st.disk_hits);
+	program_free(p);
 }
 
 TEST_F(disk, flipped_header_byte_is_corrupt_miss)

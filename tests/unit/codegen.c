@@ -153,6 +153,9 @@ static int execute(struct vtpu_program *prog, uint64_t vmem,
 			outs[b->index] = malloc(b->size);
 			memset(outs[b->index], 0xff, b->size);	/* NaN */
 			eb[i].data = outs[b->index];
+		} else if (b->role == VTPU_BIND_WEIGHTS) {
+			bd[i].access = VTPU_ACCESS_READ;
+			eb[i].data = (void *)prog->weights;
 		} else {
 			bd[i].access = VTPU_ACCESS_READ | VTPU_ACCESS_WRITE;
 			scratch = malloc(b->size);

@@ -84,6 +84,10 @@ static int run_program(const struct vtpu_program *prog,
 			desc[i].access = VTPU_ACCESS_WRITE;
 			eb[i].data = outs[b->index] = calloc(1, b->size);
 			break;
+		case VTPU_BIND_WEIGHTS:
+			desc[i].access = VTPU_ACCESS_READ;
+			eb[i].data = (void *)prog->weights;
+			break;
 		default:
 			desc[i].access = VTPU_ACCESS_READ | VTPU_ACCESS_WRITE;
 			eb[i].data = scratch = calloc(1, b->size);

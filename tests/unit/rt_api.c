@@ -3,8 +3,11 @@
  * Description: libvtpu's public API on the host backend: compile through
  * the cache, run sync, async and batched, argument checking, admission
  * control, the retry policy with injected failures, memory released on
- * every failure path, statistics, backend selection by VTPU_BACKEND, and
- * several threads sharing one client.
+ * every failure path (to the device's pool, which keeps it for the next
+ * run and gives idle HBM back to buffers that need it), executables
+ * loaded once per device with their weights uploaded once (64 MiB of
+ * them too), statistics, backend selection by VTPU_BACKEND, and several
+ * threads sharing one client.
  */
 #include <errno.h>
 #include <math.h>
@@ -189,6 +192,23 @@ static void mem_of(struct vtpu_client *c, uint64_t *hbm_free, uint64_t *host)
 	*host = info.host_bytes;
 }
 
+/*
+ * Device 0's memory in use and not idle in the execution pool: what a
+ * run that failed to release its reservation would change.
+ */
+static uint64_t held_of(struct vtpu_client *c)
+{
+	struct vtpu_device_info info;
+	struct vtpu_device *d;
+	struct vtpu_stats st;
+
+	vtpu_client_device(c, 0, &d);
+	vtpu_device_info(d, &info);
+	vtpu_client_stats(c, &st);
+	return info.hbm_total - info.hbm_free + info.host_bytes -
+	       st.device[0].pool_idle;
+}
+
 FIXTURE(rt) {
 	struct vtpu_client *c;
 	struct mlp m;
@@ -325,14 +345,14 @@ TEST_F(rt, buffer_bounds_are_checked)
 TEST_F(rt, retryable_injected_failure_is_retried)
 {
 	struct vtpu_client *c = host_client(2, EAGAIN, 3, 0);
-	uint64_t hf0, hb0, hf1, hb1;
 	struct vtpu_stats st;
 	struct mlp m = { 0 };
 	float y[B * O];
+	uint64_t held0;
 
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, mlp_setup(c, &m));
-	mem_of(c, &hf0, &hb0);
+	held0 = held_of(c);
 	ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
 	ASSERT_EQ(0, vtpu_client_stats(c, &st));
 	ASSERT_EQ(2, st.retries);
@@ -340,10 +360,8 @@ TEST_F(rt, retryable_injected_failure_is_retried)
 	ASSERT_EQ(0, st.failures);
 	ASSERT_EQ(0, vtpu_buffer_download(m.out[0], 0, y, sizeof(y)));
 	ASSERT_LE(max_err(y, self->want, B * O), 1.0);
-	/* scratch is back; only the program stays, cached in host memory */
-	mem_of(c, &hf1, &hb1);
-	ASSERT_EQ(hf0, hf1);
-	ASSERT_LE(hb0, hb1);
+	/* scratch is back in the pool; the program is loaded in host memory */
+	ASSERT_EQ(held0, held_of(c));
 	mlp_teardown(&m);
 	vtpu_client_destroy(c);
 }
@@ -373,17 +391,15 @@ TEST_F(rt, retries_run_out)
 TEST_F(rt, non_retryable_injected_failure_surfaces_at_once)
 {
 	struct vtpu_client *c = host_client(1, EINVAL, 3, 0);
-	uint64_t hf0, hb0, hf1, hb1;
 	struct vtpu_stats st;
 	struct mlp m = { 0 };
+	uint64_t held0;
 
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, mlp_setup(c, &m));
-	mem_of(c, &hf0, &hb0);
+	held0 = held_of(c);
 	ASSERT_EQ(-EINVAL, vtpu_execute(c, m.exe, m.in, m.out));
-	mem_of(c, &hf1, &hb1);
-	ASSERT_EQ(hf0, hf1);
-	ASSERT_EQ(hb0, hb1);
+	ASSERT_EQ(held0, held_of(c));
 	ASSERT_EQ(0, vtpu_client_stats(c, &st));
 	ASSERT_EQ(0, st.retries);
 	ASSERT_EQ(1, st.executions);
@@ -397,7 +413,7 @@ TEST_F(rt, memory_returns_after_every_failure)
 {
 	/* 3 timeouts exhaust a run's budget of 2; the 4th is retried away */
 	struct vtpu_client *c = host_client(4, ETIMEDOUT, 2, 0);
-	uint64_t hf0, hb0, hf1, hb1;
+	uint64_t hf0, hb0, hf1, hb1, held0;
 	struct vtpu_buffer *small;
 	struct vtpu_stats st;
 	struct mlp m = { 0 };
@@ -405,19 +421,20 @@ TEST_F(rt, memory_returns_after_every_failure)
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, mlp_setup(c, &m));
 	ASSERT_EQ(0, vtpu_buffer_create(c, NULL, 4, VTPU_PLACE_AUTO, &small));
-	mem_of(c, &hf0, &hb0);
+	/* the injected failures come with scratch reserved: all comes back */
+	held0 = held_of(c);
 	ASSERT_EQ(-ETIMEDOUT, vtpu_execute(c, m.exe, m.in, m.out));
-	mem_of(c, &hf1, &hb1);
-	ASSERT_EQ(hf0, hf1);
-	ASSERT_EQ(hb0, hb1);
+	ASSERT_EQ(held0, held_of(c));
 	ASSERT_EQ(-EINVAL, vtpu_execute(c, m.exe, m.in, &small));
-	mem_of(c, &hf1, &hb1);
-	ASSERT_EQ(hf0, hf1);
-	ASSERT_EQ(hb0, hb1);
+	ASSERT_EQ(held0, held_of(c));
 	ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
+	ASSERT_EQ(held0, held_of(c));
 	ASSERT_EQ(0, vtpu_client_stats(c, &st));
 	ASSERT_EQ(3, st.retries);
-	/* now the program buffer is cached; run again: nothing else stays */
+	/* 4 failed attempts and a good one, one scratch buffer for all */
+	ASSERT_EQ(1, st.device[0].pool_creates);
+	ASSERT_EQ(4, st.device[0].pool_reuses);
+	/* and the pool holds it: run again, nothing else stays */
 	mem_of(c, &hf0, &hb0);
 	ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
 	mem_of(c, &hf1, &hb1);
@@ -561,8 +578,8 @@ TEST_F(rt, batch_reports_each_run)
 TEST_F(rt, profiled_run_releases_its_profile_buffer)
 {
 	char path[] = "/tmp/rt_api_profile_XXXXXX";
-	uint64_t hf0, hb0, hf1, hb1;
 	struct vtpu_profile *p;
+	uint64_t held0;
 	FILE *f;
 	long len;
 	int fd;
@@ -573,15 +590,13 @@ TEST_F(rt, profiled_run_releases_its_profile_buffer)
 	fd = mkstemp(path);
 	ASSERT_LE(0, fd);
 	close(fd);
-	mem_of(self->c, &hf0, &hb0);
+	held0 = held_of(self->c);
 	ASSERT_EQ(0, vtpu_profile_start(self->c, &p));
 	ASSERT_EQ(0, vtpu_execute(self->c, self->m.exe, self->m.in,
 				  self->m.out));
 	ASSERT_EQ(0, vtpu_profile_stop(p, path));
 	vtpu_profile_destroy(p);
-	mem_of(self->c, &hf1, &hb1);
-	ASSERT_EQ(hf0, hf1);
-	ASSERT_EQ(hb0, hb1);
+	ASSERT_EQ(held0, held_of(self->c));
 	if (getenv("RT_API_KEEP_PROFILE"))
 		fprintf(stderr, "# profile kept in %s\n", path);
 	f = fopen(path, "r");
@@ -675,6 +690,239 @@ TEST(auto_without_device_falls_back_to_host)
 	}
 	ASSERT_STREQ("", vtpu_client_error(c));
 	ASSERT_LE(1, vtpu_client_device_count(c));
+	vtpu_client_destroy(c);
+}
+
+/*
+ * y = x W + b with W [K,N] and b [N] constants of small integers, so the
+ * device's f32 sums are exact and equal the reference bit for bit.
+ */
+struct dense {
+	int m, k, n;
+	float *x, *w, *b, *want;
+};
+
+static int dense_init(struct dense *d, int m, int k, int n)
+{
+	int64_t i, j, t;
+
+	d->m = m;
+	d->k = k;
+	d->n = n;
+	d->x = malloc((size_t)m * k * sizeof(float));
+	d->w = malloc((size_t)k * n * sizeof(float));
+	d->b = malloc((size_t)n * sizeof(float));
+	d->want = malloc((size_t)m * n * sizeof(float));
+	if (!d->x || !d->w || !d->b || !d->want)
+		return -ENOMEM;
+	for (i = 0; i < (int64_t)m * k; i++)
+		d->x[i] = (float)(i % 5 - 2);
+	for (i = 0; i < (int64_t)k * n; i++)
+		d->w[i] = (float)((i * 7 + i / n) % 5 - 2);
+	for (j = 0; j < n; j++)
+		d->b[j] = (float)(j % 3);
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++) {
+			float s = d->b[j];
+
+			for (t = 0; t < k; t++)
+				s += d->x[i * k + t] * d->w[t * n + j];
+			d->want[i * n + j] = s;
+		}
+	return 0;
+}
+
+static void dense_fini(struct dense *d)
+{
+	free(d->x);
+	free(d->w);
+	free(d->b);
+	free(d->want);
+}
+
+static struct vtpu_graph *dense_graph(const struct dense *d)
+{
+	struct vtpu_shape sx = { VTPU_F32, 2, { d->m, d->k } };
+	struct vtpu_shape sw = { VTPU_F32, 2, { d->k, d->n } };
+	struct vtpu_shape sb = { VTPU_F32, 1, { d->n } };
+	struct vtpu_graph *g = vtpu_graph_new();
+	int64_t bd[2] = { d->m, d->n };
+	int dims[1] = { 1 };
+	int v;
+
+	v = vtpu_g_matmul(g, vtpu_g_parameter(g, 0, &sx, "x"),
+			  vtpu_g_constant(g, &sw, d->w));
+	v = vtpu_g_binary(g, VTPU_ADD, v,
+			  vtpu_g_broadcast(g, vtpu_g_constant(g, &sb, d->b), 2,
+					   bd, dims));
+	vtpu_g_outputs(g, 1, &v);
+	return g;
+}
+
+/* Compiles @d's graph on @c and runs it @runs times on device @dev. */
+static int dense_run(struct vtpu_client *c, const struct dense *d, int dev,
+		     int runs, struct vtpu_executable **exe, float *y)
+{
+	struct vtpu_graph *g = dense_graph(d);
+	struct vtpu_buffer *in = NULL, *out = NULL;
+	struct vtpu_device *dv;
+	int i, ret;
+
+	ret = vtpu_executable_compile(c, g, exe);
+	vtpu_graph_free(g);
+	if (!ret)
+		ret = vtpu_client_device(c, dev, &dv);
+	if (!ret)
+		ret = vtpu_buffer_create(c, dv, (uint64_t)d->m * d->k * 4,
+					 VTPU_PLACE_AUTO, &in);
+	if (!ret)
+		ret = vtpu_buffer_create(c, dv, (uint64_t)d->m * d->n * 4,
+					 VTPU_PLACE_AUTO, &out);
+	if (!ret)
+		ret = vtpu_buffer_upload(in, 0, d->x, (uint64_t)d->m * d->k * 4);
+	for (i = 0; !ret && i < runs; i++) {
+		memset(y, 0xff, (size_t)d->m * d->n * 4);
+		ret = vtpu_buffer_upload(out, 0, y, (uint64_t)d->m * d->n * 4);
+		if (!ret)
+			ret = vtpu_execute(c, *exe, &in, &out);
+		if (!ret)
+			ret = vtpu_buffer_download(out, 0, y,
+						   (uint64_t)d->m * d->n * 4);
+		if (!ret && memcmp(y, d->want, (size_t)d->m * d->n * 4))
+			ret = -EDOM;
+	}
+	vtpu_buffer_destroy(in);
+	vtpu_buffer_destroy(out);
+	return ret;
+}
+
+TEST(weights_are_uploaded_once_per_device)
+{
+	struct vtpu_client_options o;
+	struct vtpu_executable *exe = NULL;
+	struct vtpu_client *c;
+	struct vtpu_cost cost;
+	struct vtpu_stats st;
+	struct dense d;
+	float *y;
+
+	ASSERT_EQ(0, dense_init(&d, 4, 256, 128));
+	y = malloc(4 * 128 * sizeof(float));
+	ASSERT_NE(NULL, y);
+	vtpu_client_options_init(&o);
+	o.backend = VTPU_BACKEND_HOST;
+	o.cache_dir = "";
+	o.host_devices = 2;
+	ASSERT_EQ(0, vtpu_client_create(&o, &c));
+	ASSERT_EQ(0, dense_run(c, &d, 0, 5, &exe, y));
+	ASSERT_EQ(0, vtpu_executable_cost(exe, &cost));
+	/* W (128 KiB) is data in the weights binding; b (512 B) is code */
+	EXPECT_EQ(256 * 128 * 4, cost.weights_bytes);
+	EXPECT_LT(cost.const_bytes, 4096);
+	ASSERT_EQ(0, vtpu_client_stats(c, &st));
+	EXPECT_EQ(5, st.executions);
+	EXPECT_EQ(1, st.program_loads);
+	EXPECT_EQ(1, st.weight_uploads);
+	EXPECT_EQ(cost.weights_bytes, st.weight_bytes);
+	vtpu_executable_destroy(exe);
+	/* the same graph again (a cache hit) on the other device: once more */
+	ASSERT_EQ(0, dense_run(c, &d, 1, 3, &exe, y));
+	ASSERT_EQ(0, vtpu_client_stats(c, &st));
+	EXPECT_EQ(8, st.executions);
+	EXPECT_EQ(2, st.program_loads);
+	EXPECT_EQ(2, st.weight_uploads);
+	EXPECT_EQ(1, st.cache_hits);
+	vtpu_executable_destroy(exe);
+	vtpu_client_destroy(c);
+	free(y);
+	dense_fini(&d);
+}
+
+/* 64 MiB of weights: past the program's constants limit, no matter. */
+TEST(big_weights_compile_and_run)
+{
+	struct vtpu_client *c = host_client(0, 0, 3, 0);
+	struct vtpu_executable *exe = NULL;
+	uint64_t held0;
+	struct vtpu_cost cost;
+	struct vtpu_stats st;
+	struct dense d;
+	float *y;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, dense_init(&d, 2, 4096, 4096));
+	y = malloc(2 * 4096 * sizeof(float));
+	ASSERT_NE(NULL, y);
+	held0 = held_of(c);
+	ASSERT_EQ(0, dense_run(c, &d, 0, 3, &exe, y));
+	ASSERT_EQ(0, vtpu_executable_cost(exe, &cost));
+	/* W and b (16 KiB): both too big for the program */
+	EXPECT_EQ((64ull << 20) + 4096 * 4, cost.weights_bytes);
+	EXPECT_LT(cost.const_bytes + cost.code_bytes, 1 << 20);
+	ASSERT_EQ(0, vtpu_client_stats(c, &st));
+	EXPECT_EQ(1, st.weight_uploads);
+	EXPECT_EQ(cost.weights_bytes, st.weight_bytes);
+	/* resident while the executable lives, in HBM: it fits */
+	EXPECT_LE(held0 + (64ull << 20), held_of(c));
+	EXPECT_LE(64ull << 20, st.device[0].hbm_used);
+	vtpu_executable_destroy(exe);
+	EXPECT_EQ(held0, held_of(c));
+	vtpu_client_destroy(c);
+	free(y);
+	dense_fini(&d);
+}
+
+TEST(pool_reuses_scratch_across_runs)
+{
+	struct vtpu_client *c = host_client(0, 0, 3, 0);
+	struct vtpu_stats st;
+	struct mlp m = { 0 };
+	int i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, mlp_setup(c, &m));
+	for (i = 0; i < 6; i++)
+		ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
+	ASSERT_EQ(0, vtpu_client_stats(c, &st));
+	EXPECT_EQ(1, st.device[0].pool_creates);
+	EXPECT_EQ(5, st.device[0].pool_reuses);
+	EXPECT_LT(0, st.device[0].pool_idle);
+	mlp_teardown(&m);
+	vtpu_client_destroy(c);
+}
+
+/* Idle pooled HBM goes to a buffer that needs it, not to the host. */
+TEST(pool_gives_idle_hbm_back)
+{
+	/* the 4 MiB input and 8 MiB of scratch both fit in HBM */
+	struct vtpu_client *c = host_client(0, 0, 3, 16 << 20);
+	struct vtpu_executable *exe = NULL;
+	struct vtpu_buffer *in = NULL, *out = NULL, *big = NULL, *big2 = NULL;
+	struct vtpu_device_info info;
+	struct vtpu_device *d;
+	struct vtpu_stats st;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, big_setup(c, &exe, &in, &out));
+	ASSERT_EQ(0, vtpu_execute(c, exe, &in, &out));
+	ASSERT_EQ(0, vtpu_client_stats(c, &st));
+	ASSERT_LT(0, st.device[0].pool_idle);
+	ASSERT_EQ(0, vtpu_client_device(c, 0, &d));
+	ASSERT_EQ(0, vtpu_device_info(d, &info));
+	/* all the HBM no buffer holds: some of it is the pool's */
+	ASSERT_EQ(0, vtpu_buffer_create(c, d, info.hbm_free + 4096,
+					VTPU_PLACE_HBM, &big));
+	EXPECT_EQ(VTPU_PLACE_HBM, vtpu_buffer_placement(big));
+	vtpu_buffer_destroy(big);
+	ASSERT_EQ(0, vtpu_execute(c, exe, &in, &out));
+	ASSERT_EQ(0, vtpu_device_info(d, &info));
+	ASSERT_EQ(0, vtpu_buffer_create(c, d, info.hbm_free + 4096,
+					VTPU_PLACE_AUTO, &big2));
+	EXPECT_EQ(VTPU_PLACE_HBM, vtpu_buffer_placement(big2));
+	vtpu_buffer_destroy(big2);
+	vtpu_buffer_destroy(in);
+	vtpu_buffer_destroy(out);
+	vtpu_executable_destroy(exe);
 	vtpu_client_destroy(c);
 }
 

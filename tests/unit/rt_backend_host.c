@@ -5,8 +5,9 @@
  * it: devices and their figures, zeroed buffers, HBM accounting with the
  * AUTO fallback to the backing store and -ENOSPC for HBM only, programs
  * built with vtpu_asm.h that run and write their output, the profile
- * record and its TRACE entries, and the submit-time checks that end a
- * job with -EINVAL, -E2BIG, -ENOENT.
+ * record and its TRACE entries, programs refused when they load (once)
+ * and the submit-time binding checks that end a job with -EINVAL,
+ * -E2BIG, -ENOENT.
  *
  * Build: needs -Iruntime -Iruntime/include -Icompiler/include and links
  * backend_host.o (libvtpu) with the exec library. The front end's helpers
@@ -309,12 +310,84 @@ TEST(profile_written)
 	client_close(c);
 }
 
-TEST(invalid_jobs)
+TEST(invalid_programs_fail_to_load)
+{
+	struct rt_prog *p = (struct rt_prog *)1;
+	struct vtpu_client *c;
+	struct vtpu_device *d;
+	uint8_t *prog;
+	size_t size;
+	int ret;
+
+	c = client_open(1, 0, &ret);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, ret);
+	d = c->devices[0];
+	prog = prog_matmul(&size);
+	ASSERT_NE(NULL, prog);
+
+	/* A flipped byte: the checksum no longer matches. */
+	prog[size - 1] ^= 0x40;
+	EXPECT_EQ(-EINVAL, ops->prog_load(d, prog, size, &p));
+	EXPECT_EQ(NULL, p);
+	prog[size - 1] ^= 0x40;
+
+	/* Garbage instead of a program; too short for a header. */
+	{
+		uint8_t *junk = malloc(size);
+
+		ASSERT_NE(NULL, junk);
+		memset(junk, 0x5a, size);
+		EXPECT_EQ(-EINVAL, ops->prog_load(d, junk, size, &p));
+		EXPECT_EQ(-EINVAL, ops->prog_load(d, prog, 16, &p));
+		free(junk);
+	}
+
+	/* The genuine one loads, and is its own copy. */
+	ASSERT_EQ(0, ops->prog_load(d, prog, size, &p));
+	ASSERT_NE(NULL, p);
+	memset(prog, 0, size);
+	ops->prog_unload(d, p);
+	free(prog);
+	client_close(c);
+}
+
+/* The loaded copy runs, whatever happens to the bytes it came from. */
+TEST(loaded_program_is_a_private_copy)
 {
 	struct vtpu_client *c;
 	struct vtpu_device *d;
 	struct rt_job job;
 	uint8_t *prog;
+	struct mm m;
+	size_t size;
+	int ret;
+
+	c = client_open(1, 0, &ret);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, ret);
+	d = c->devices[0];
+	ASSERT_EQ(0, mm_setup(d, &m, 4));
+	ops->prog_unload(d, m.prog);
+	prog = prog_matmul(&size);
+	ASSERT_NE(NULL, prog);
+	ASSERT_EQ(0, ops->prog_load(d, prog, size, &m.prog));
+	memset(prog, 0x5a, size);
+	free(prog);
+	mm_job(&job, d, &m, false);
+	ASSERT_EQ(0, run_one(d, &job));
+	EXPECT_EQ(0, job.status);
+	EXPECT_EQ(0, mm_check(d, &m));
+	job_fini(&job);
+	mm_teardown(d, &m);
+	client_close(c);
+}
+
+TEST(invalid_jobs)
+{
+	struct vtpu_client *c;
+	struct vtpu_device *d;
+	struct rt_job job;
 	float *out;
 	struct mm m;
 	int ret, i;
@@ -324,35 +397,20 @@ TEST(invalid_jobs)
 	ASSERT_EQ(0, ret);
 	d = c->devices[0];
 	ASSERT_EQ(0, mm_setup(d, &m, 3));
-	prog = ops->bo_map(d, m.prog);
 	out = ops->bo_map(d, m.out);
 
-	/* A flipped byte: the checksum no longer matches. */
-	prog[m.prog_size - 1] ^= 0x40;
+	/* No program: -ENOENT, like an unknown handle; nothing runs. */
 	mm_job(&job, d, &m, false);
+	job.prog = NULL;
 	done_calls = 0;
 	job.on_done = count_done;
 	ASSERT_EQ(0, run_one(d, &job));
-	EXPECT_EQ(-EINVAL, job.status);
+	EXPECT_EQ(-ENOENT, job.status);
 	EXPECT_TRUE(job.done);
 	EXPECT_EQ(1, done_calls);
 	for (i = 0; i < M * NN; i++)
-		EXPECT_EQ(0.0f, out[i]);	/* nothing ran */
+		EXPECT_EQ(0.0f, out[i]);
 	job_fini(&job);
-	prog[m.prog_size - 1] ^= 0x40;
-
-	/* Garbage instead of a program. */
-	{
-		uint8_t save[64];
-
-		memcpy(save, prog, sizeof(save));
-		memset(prog, 0x5a, sizeof(save));
-		mm_job(&job, d, &m, false);
-		ASSERT_EQ(0, run_one(d, &job));
-		EXPECT_EQ(-EINVAL, job.status);
-		job_fini(&job);
-		memcpy(prog, save, sizeof(save));
-	}
 
 	/* Binding count differs from the program's. */
 	mm_job(&job, d, &m, false);
@@ -399,13 +457,6 @@ TEST(invalid_jobs)
 	EXPECT_EQ(-E2BIG, job.status);
 	job_fini(&job);
 
-	/* A program size past the end of the program buffer. */
-	mm_job(&job, d, &m, false);
-	job.prog_size = 1 * MiB;
-	ASSERT_EQ(0, run_one(d, &job));
-	EXPECT_EQ(-EINVAL, job.status);
-	job_fini(&job);
-
 	/* After all that, the genuine job still runs. */
 	mm_job(&job, d, &m, false);
 	ASSERT_EQ(0, run_one(d, &job));
@@ -424,7 +475,6 @@ TEST(vmem_too_small)
 	};
 	struct vtpu_client *c = calloc(1, sizeof(*c));
 	struct vtpu_device *d;
-	struct rt_job job;
 	struct mm m;
 
 	ASSERT_NE(NULL, c);
@@ -432,11 +482,8 @@ TEST(vmem_too_small)
 	ASSERT_EQ(0, ops->open(c, &o));
 	d = c->devices[0];
 	/* The program needs 320 bytes of VMEM; the device has 256. */
-	ASSERT_EQ(0, mm_setup(d, &m, 4));
-	mm_job(&job, d, &m, false);
-	ASSERT_EQ(0, run_one(d, &job));
-	EXPECT_EQ(-EINVAL, job.status);
-	job_fini(&job);
+	EXPECT_EQ(-EINVAL, mm_setup(d, &m, 4));
+	EXPECT_EQ(NULL, m.prog);
 	mm_teardown(d, &m);
 	client_close(c);
 }

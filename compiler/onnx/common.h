@@ -169,6 +169,9 @@ int onnx_op_selu(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_erf(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d);
 
 /* ---- reduce.c ------------------------------------------------------------ */
 

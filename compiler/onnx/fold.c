@@ -184,7 +184,7 @@ static const struct { const char *op; unsigned data; } moves[] = {
 static int fold_moves(struct ctx *c, node_t *n, const struct opdef *d,
 		      unsigned data)
 {
-	struct val *dv[64];
+	int dv[64];	/* indices in c->v, which the handler may move */
 	struct cval *orig[64];
 	int64_t off[64], total = 0;
 	int nd = 0, first = c->nv, ret;
@@ -204,12 +204,12 @@ static int fold_moves(struct ctx *c, node_t *n, const struct opdef *d,
 			continue;
 		}
 		for (int k = 0; k < nd; k++)
-			seen |= dv[k] == v;
+			seen |= dv[k] == v - c->v;
 		if (seen)
 			continue;
 		if (!is_int(v->c->type) || (nd && v->c->type != orig[0]->type))
 			return 0;
-		dv[nd] = v;
+		dv[nd] = (int)(v - c->v);
 		orig[nd] = v->c;
 		off[nd++] = total;
 		total += v->c->n;
@@ -222,15 +222,15 @@ static int fold_moves(struct ctx *c, node_t *n, const struct opdef *d,
 
 		for (int64_t j = 0; pos && j < pos->n; j++)
 			((float *)pos->data)[j] = (float)(off[k] + j);
-		dv[k]->c = pos ? pos : orig[k];
+		c->v[dv[k]].c = pos ? pos : orig[k];
 		if (!pos)
 			nd = k;
 	}
 	ret = nd ? fold_graph(c, n, d, false) : 0;
 	for (int k = 0; k < nd; k++) {
-		if (dv[k]->c != orig[k])
-			onnx_cval_free(dv[k]->c);
-		dv[k]->c = orig[k];
+		if (c->v[dv[k]].c != orig[k])
+			onnx_cval_free(c->v[dv[k]].c);
+		c->v[dv[k]].c = orig[k];
 	}
 	for (int i = first; ret && i < c->nv; i++) {
 		struct cval *p = c->v[i].c, *r;
@@ -258,6 +258,84 @@ static int fold_moves(struct ctx *c, node_t *n, const struct opdef *d,
 	if (!ret)
 		unfold(c, first);
 	return ret;
+}
+
+/* ---- shape vectors, which may be empty ------------------------------------ */
+
+/* A host constant of input @i, or NULL; empty ones too. */
+static const struct cval *host(struct ctx *c, node_t *n, size_t i)
+{
+	struct val *v = onnx_has_in(n, i) ? onnx_lookup(c, n->input[i]) : NULL;
+
+	return v && v->id < 0 ? v->c : NULL;
+}
+
+/* [x0][x1]...: rank-1 integer host constants, any of them empty. */
+static int concat_vectors(struct ctx *c, node_t *n)
+{
+	int64_t cnt = 0, at = 0, axis = onnx_attr_i(n, "axis", 0);
+	const struct cval *x;
+	struct cval *y;
+
+	if (axis != 0 && axis != -1)
+		return 0;
+	for (size_t i = 0; i < n->n_input; i++) {
+		x = host(c, n, i);
+		if (!x || x->rank != 1 || !is_int(x->type) ||
+		    x->type != host(c, n, 0)->type)
+			return 0;
+		cnt += x->n;
+	}
+	if (!n->n_input || cnt > MAX_FOLD)
+		return 0;
+	y = onnx_cval_alloc(host(c, n, 0)->type, 1, &cnt, cnt);
+	for (size_t i = 0; y && i < n->n_input; i++) {
+		x = host(c, n, i);
+		for (int64_t j = 0; j < x->n; j++)
+			put_int(y, at++, get_int(x, j));
+	}
+	if (!y)
+		return 0;
+	return onnx_keep_const(c, n, y) ? -EINVAL : 1;
+}
+
+/* x[start:end:step] of a rank-1 integer host constant (opset 10 on). */
+static int slice_vector(struct ctx *c, node_t *n)
+{
+	const struct cval *x = host(c, n, 0), *p[4];
+	int64_t v[4] = { 0, 0, 0, 1 }, dim, b, e, k, cnt, at = 0;
+	struct cval *y;
+
+	if (c->opset < 10 || !x || x->rank != 1 || !is_int(x->type))
+		return 0;
+	for (int i = 0; i < 4; i++) {
+		p[i] = host(c, n, i + 1);
+		if ((i < 2 || onnx_has_in(n, i + 1)) &&
+		    (!p[i] || p[i]->n != 1 || !is_int(p[i]->type)))
+			return 0;
+		if (p[i] && onnx_has_in(n, i + 1))
+			v[i] = get_int(p[i], 0);
+	}
+	dim = x->n;
+	if ((v[2] != 0 && v[2] != -1) || !(k = v[3]))
+		return 0;	/* the handler says why */
+	b = v[0] < 0 ? v[0] + dim : v[0];
+	e = v[1] < 0 ? (v[1] < -dim ? -1 : v[1] + dim) : v[1];
+	if (k > 0) {
+		b = b < 0 ? 0 : b > dim ? dim : b;
+		e = e < 0 ? 0 : e > dim ? dim : e;
+		cnt = e > b ? (e - b + k - 1) / k : 0;
+	} else {
+		b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
+		e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+		cnt = b > e ? (b - e - k - 1) / -k : 0;
+	}
+	y = onnx_cval_alloc(x->type, 1, &cnt, cnt);
+	for (int64_t j = b; y && at < cnt; j += k)
+		put_int(y, at++, get_int(x, j));
+	if (!y)
+		return 0;
+	return onnx_keep_const(c, n, y) ? -EINVAL : 1;
 }
 
 /* ---- integer arithmetic ---------------------------------------------------- */
@@ -480,6 +558,12 @@ int onnx_fold(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	bool has_s64, has_float, f32_exact;
 	int ret;
+
+	/* Shape vectors, empty ones too, which the builder cannot hold. */
+	if (!strcmp(d->name, "Concat") && (ret = concat_vectors(c, n)))
+		return ret;
+	if (!strcmp(d->name, "Slice") && (ret = slice_vector(c, n)))
+		return ret;
 
 	if (!foldable(c, n, d, &has_s64, &has_float, &f32_exact))
 		return 0;

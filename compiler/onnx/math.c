@@ -526,17 +526,20 @@ int onnx_op_selu(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /* HardSigmoid: max(0, min(1, alpha * x + beta)). */
+/* HardSigmoid (arg 0); HardSwish (arg 1) is x HardSigmoid(x, 1/6, 1/2). */
 int onnx_op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int x = onnx_in(c, n, 0), y;
+	float alpha = d->arg ? 1.0f / 6 : onnx_attr_f(n, "alpha", 0.2f);
 
-	(void)d;
 	if (x < 0)
 		return x;
-	y = onnx_binary(c, VTPU_MUL, x, onnx_splat(c, onnx_attr_f(n, "alpha", 0.2f), x));
+	y = onnx_binary(c, VTPU_MUL, x, onnx_splat(c, alpha, x));
 	y = onnx_binary(c, VTPU_ADD, y, onnx_splat(c, onnx_attr_f(n, "beta", 0.5f), x));
 	y = onnx_binary(c, VTPU_MIN, y, onnx_splat(c, 1, x));
 	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, 0, x));
+	if (d->arg)
+		y = onnx_binary(c, VTPU_MUL, x, y);
 	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
 }
 
@@ -676,5 +679,171 @@ int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d)
 		y = sin_cos(c, x, d->arg);
 	else
 		y = onnx_binary(c, VTPU_DIV, sin_cos(c, x, 0), sin_cos(c, x, 1));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+static int unary(struct ctx *c, enum vtpu_unary_op op, int x)
+{
+	return onnx_chk(c, vtpu_g_unary(c->g, op, x));
+}
+
+static int sub(struct ctx *c, int a, int b)
+{
+	return onnx_binary(c, VTPU_SUB, a, b);
+}
+
+static int dvd(struct ctx *c, int a, int b)
+{
+	return onnx_binary(c, VTPU_DIV, a, b);
+}
+
+static int kst(struct ctx *c, double v, int like)
+{
+	return onnx_splat(c, v, like);
+}
+
+/* @small where |x| < @lim, else @big: series where a formula cancels. */
+static int below(struct ctx *c, int x, double lim, int small, int big)
+{
+	return sel(c, cmp(c, VTPU_LT, unary(c, VTPU_ABS, x), lim), small, big);
+}
+
+/* x (k[0] + x^2 (k[1] + ...)): an odd series. */
+static int odd_series(struct ctx *c, int x, const double *k, int nk)
+{
+	return mul(c, x, horner(c, mul(c, x, x), k, nk));
+}
+
+/*
+ * atan by Cephes' atanf: |x| reduced to [0, tan(pi/8)] through
+ * atan(x) = pi/2 - atan(1/x) and pi/4 + atan((x - 1) / (x + 1)), then an
+ * odd polynomial; the sign restored.
+ */
+static int atan_f32(struct ctx *c, int x)
+{
+	static const double p[] = { 1, -3.33329491539e-1, 1.99777106478e-1,
+				    -1.38776856032e-1, 8.05374449538e-2 };
+	int a = unary(c, VTPU_ABS, x), hi, mid, r, base, y;
+
+	hi = cmp(c, VTPU_GT, a, 2.414213562373095);
+	mid = cmp(c, VTPU_GT, a, 0.4142135623730950);
+	r = sel(c, hi, dvd(c, kst(c, -1, x), a),
+		sel(c, mid, dvd(c, sub(c, a, kst(c, 1, x)), add(c, a, kst(c, 1, x))), a));
+	base = sel(c, hi, kst(c, M_PI_2, x), sel(c, mid, kst(c, M_PI_4, x), kst(c, 0, x)));
+	y = add(c, base, odd_series(c, r, p, 5));
+	return sel(c, cmp(c, VTPU_LT, x, 0), unary(c, VTPU_NEG, y), y);
+}
+
+/* log(x + sqrt(x^2 + @s)): asinh (s 1, |x|), acosh (s -1). */
+static int log_hyp(struct ctx *c, int x, double s)
+{
+	int q = add(c, mul(c, x, x), kst(c, s, x));
+
+	return unary(c, VTPU_LOG, add(c, x, unary(c, VTPU_SQRT, q)));
+}
+
+/*
+ * Sinh, Cosh, Asinh, Acosh, Atanh, Asin, Acos, Atan (arg 0 to 7) from
+ * exp, log, sqrt and the odd series where those cancel (|x| small).
+ */
+int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	static const double sinh_k[] = { 1, 1.0 / 6, 1.0 / 120, 1.0 / 5040,
+					 1.0 / 362880, 1.0 / 39916800 };
+	static const double asinh_k[] = { 1, -1.0 / 6, 3.0 / 40, -15.0 / 336,
+					  105.0 / 3456, -945.0 / 42240 };
+	static const double atanh_k[] = { 1, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9,
+					  1.0 / 11 };
+	int x = f32_in(c, n), y, e, ei, a, one;
+
+	if (x < 0)
+		return x;
+	one = kst(c, 1, x);
+	switch (d->arg) {
+	case 0:	/* sinh */
+	case 1:	/* cosh */
+		e = unary(c, VTPU_EXP, x);
+		ei = dvd(c, one, e);
+		y = mul(c, onnx_binary(c, d->arg ? VTPU_ADD : VTPU_SUB, e, ei),
+			kst(c, 0.5, x));
+		if (!d->arg)
+			y = below(c, x, 0.5, odd_series(c, x, sinh_k, 6), y);
+		break;
+	case 2:	/* asinh, odd */
+		a = log_hyp(c, unary(c, VTPU_ABS, x), 1);
+		y = sel(c, cmp(c, VTPU_LT, x, 0), unary(c, VTPU_NEG, a), a);
+		y = below(c, x, 0.125, odd_series(c, x, asinh_k, 6), y);
+		break;
+	case 3:	/* acosh */
+		y = log_hyp(c, x, -1);
+		break;
+	case 4:	/* atanh = log((1 + x) / (1 - x)) / 2 */
+		y = dvd(c, add(c, one, x), sub(c, one, x));
+		y = mul(c, unary(c, VTPU_LOG, y), kst(c, 0.5, x));
+		y = below(c, x, 0.125, odd_series(c, x, atanh_k, 6), y);
+		break;
+	case 5:	/* asin = atan(x / sqrt((1 - x)(1 + x))) */
+		y = unary(c, VTPU_SQRT, mul(c, sub(c, one, x), add(c, one, x)));
+		y = atan_f32(c, dvd(c, x, y));
+		break;
+	case 6:	/* acos = 2 atan(sqrt((1 - x) / (1 + x))) */
+		y = unary(c, VTPU_SQRT, dvd(c, sub(c, one, x), add(c, one, x)));
+		y = mul(c, atan_f32(c, y), kst(c, 2, x));
+		break;
+	default:
+		y = atan_f32(c, x);
+		break;
+	}
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/*
+ * Mod: a - trunc(a / b) b, computed in f32 (integers as f32, exact below
+ * 2^24, and back); fmod = 0 (integers only) takes the divisor's sign.
+ * A quotient rounded up to the next integer leaves a remainder of the
+ * wrong sign, which one more step of b puts right.
+ */
+int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[2] = { onnx_in(c, n, 0), onnx_in(c, n, 1) }, a, b, r, fix;
+	bool fmod_ = onnx_attr_i(n, "fmod", 0) != 0;
+	enum vtpu_type t;
+
+	(void)d;
+	if (v[0] < 0 || v[1] < 0 || bcast_all(c, 2, v))
+		return -EINVAL;
+	t = onnx_shape_of(c, v[0]).type;
+	if (t != VTPU_F32 && t != VTPU_S32)
+		return onnx_fail(c, "unsupported type %s", type_name(t));
+	if (t == VTPU_F32 && !fmod_)
+		return onnx_fail(c, "fmod=0 is for integers");
+	a = t == VTPU_F32 ? v[0] : onnx_chk(c, vtpu_g_convert(c->g, v[0], VTPU_F32));
+	b = t == VTPU_F32 ? v[1] : onnx_chk(c, vtpu_g_convert(c->g, v[1], VTPU_F32));
+	r = sub(c, a, mul(c, trunc_f32(c, dvd(c, a, b)), b));
+	/* |r| must not exceed |b|, with a's sign: step toward zero */
+	fix = sel(c, cmp(c, VTPU_LT, a, 0), cmp(c, VTPU_GT, r, 0), cmp(c, VTPU_LT, r, 0));
+	r = sel(c, fix, sel(c, cmp(c, VTPU_LT, mul(c, r, b), 0), add(c, r, b), sub(c, r, b)), r);
+	if (!fmod_) {	/* the divisor's sign: r + b where r and b differ */
+		fix = sel(c, cmp(c, VTPU_LT, b, 0), cmp(c, VTPU_GT, r, 0), cmp(c, VTPU_LT, r, 0));
+		r = sel(c, fix, add(c, r, b), r);
+	}
+	if (t == VTPU_S32)
+		r = onnx_chk(c, vtpu_g_convert(c->g, r, VTPU_S32));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : r);
+}
+
+/* Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)). */
+int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = f32_in(c, n), y, zero;
+	double al = onnx_attr_f(n, "alpha", 1.0f);
+
+	(void)d;
+	if (x < 0)
+		return x;
+	zero = kst(c, 0, x);
+	y = unary(c, VTPU_EXP, dvd(c, x, kst(c, al, x)));
+	y = mul(c, sub(c, y, kst(c, 1, x)), kst(c, al, x));
+	y = add(c, onnx_binary(c, VTPU_MAX, x, zero), onnx_binary(c, VTPU_MIN, y, zero));
 	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
 }

@@ -15,9 +15,17 @@ int onnx_op_dropout(struct ctx *c, node_t *n, const struct opdef *d)
 		double t = 0;
 		const struct cval *cv = onnx_cin(c, n, 2, "training_mode");
 
+		double ratio = 0.5;
+
 		if (!cv || onnx_cv_float(c, cv, &t, "training_mode"))
 			return -EINVAL;
-		if (t != 0)
+		/* Training with ratio 0 (torch's dropout p=0.0) drops nothing. */
+		if (t != 0 && onnx_has_in(n, 1)) {
+			cv = onnx_cin(c, n, 1, "ratio");
+			if (!cv || onnx_cv_float(c, cv, &ratio, "ratio"))
+				return -EINVAL;
+		}
+		if (t != 0 && ratio != 0)
 			return onnx_fail(c, "unsupported training_mode=1");
 	}
 	return onnx_op_identity(c, n, d);

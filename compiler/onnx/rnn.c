@@ -16,17 +16,23 @@ static int gate(struct ctx *c, int v, int g, int64_t h)
 	return v < 0 ? v : onnx_chk(c, vtpu_g_slice(c->g, v, st, lim, step));
 }
 
-/* [1, ...] -> [...]: the single direction's slice of a weight. */
-static int drop_dir(struct ctx *c, int v)
+/* [D, ...] -> [...]: direction @dir's slice of a weight or state. */
+static int dir_slice(struct ctx *c, int v, int dir, int ndir)
 {
 	struct vtpu_shape s = onnx_shape_of(c, v);
+	int64_t st[R] = { 0 }, lim[R], step[R];
 
 	if (v < 0)
 		return v;
-	if (s.dims[0] != 1)
-		return onnx_fail(c, "unsupported %lld directions (forward only)",
-				 (long long)s.dims[0]);
-	return onnx_reshape(c, v, s.rank - 1, s.dims + 1);
+	if (s.rank < 1 || s.dims[0] != ndir)
+		return onnx_fail(c, "wants %d direction(s) in dimension 0", ndir);
+	for (int i = 0; i < s.rank; i++)
+		lim[i] = s.dims[i], step[i] = 1;
+	st[0] = dir;
+	lim[0] = dir + 1;
+	if (ndir > 1)
+		v = onnx_chk(c, vtpu_g_slice(c->g, v, st, lim, step));
+	return v < 0 ? v : onnx_reshape(c, v, s.rank - 1, s.dims + 1);
 }
 
 static int sigm(struct ctx *c, int v)
@@ -39,92 +45,60 @@ static int tanhv(struct ctx *c, int v)
 	return v < 0 ? v : onnx_chk(c, vtpu_g_unary(c->g, VTPU_TANH, v));
 }
 
+/* One direction of a recurrent layer: its weights and its results. */
+struct rnn_dir {
+	int w, r, b, h, c, peep;	/* inputs, this direction's; -1: absent */
+	int ys[256];			/* Y's steps, in time order */
+};
+
+struct rnn {
+	int cell, ng, x;
+	bool batch_first, lbr;
+	int64_t hs, seq, batch, in;
+};
+
 /*
- * RNN, GRU and LSTM (forward, default activations), unrolled over the
- * sequence: per step one matmul of the input and one of the hidden
- * state against all the gates' weights at once, then the gates'
- * elementwise formulas from the ONNX operator definitions.
+ * One direction unrolled (@reverse: from the last step back): per step
+ * one matmul of the input and one of the hidden state against all the
+ * gates' weights at once, then the gates' elementwise formulas from the
+ * ONNX operator definitions. Leaves the last states in @d->h and @d->c.
  */
-int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
+static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
+		  bool reverse)
 {
-	int cell = d->arg, ng = cell == CELL_RNN ? 1 : cell == CELL_GRU ? 3 : 4;
-	int x = onnx_in(c, n, 0), w = drop_dir(c, onnx_in(c, n, 1)), r = drop_dir(c, onnx_in(c, n, 2));
-	int wt, rt, bw = -1, br = -1, hprev, cprev = -1, ys[256], peep = -1;
-	bool batch_first = onnx_attr_i(n, "layout", 0) != 0;
-	bool lbr = onnx_attr_i(n, "linear_before_reset", 0) != 0;
-	int64_t hs = onnx_attr_i(n, "hidden_size", 0), seq, batch, t4[4], t2[2];
 	static const int tr2[2] = { 1, 0 };
-	struct vtpu_shape sx;
+	int cell = l->cell, ng = l->ng, wt, rt, bw = -1, br = -1;
+	int hprev = d->h, cprev = d->c, peep = d->peep;
+	int64_t hs = l->hs, t2[2], t4[4];
 
-	if (x < 0 || w < 0 || r < 0)
-		return -EINVAL;
-	if (!onnx_attr_s_is(n, "direction", "forward", "forward") || onnx_attr(n, "activations") ||
-	    onnx_attr(n, "clip") || onnx_attr_i(n, "input_forget", 0))
-		return onnx_fail(c, "unsupported direction, activations, clip or input_forget");
-	sx = onnx_shape_of(c, x);
-	if (sx.rank != 3 || hs < 1)
-		return onnx_fail(c, "wants X [seq, batch, input] and hidden_size");
-	seq = sx.dims[batch_first ? 1 : 0];
-	batch = sx.dims[batch_first ? 0 : 1];
-	if (seq > 256)
-		return onnx_fail(c, "unsupported sequence of %lld steps (at most 256)",
-				 (long long)seq);
-	if (onnx_has_in(n, 4)) {	/* sequence_lens: only the full length */
-		const struct cval *cv = onnx_cin(c, n, 4, "sequence_lens");
-		int64_t lens[1024];
-		int m = cv ? onnx_cv_ints(c, cv, lens, 1024, "sequence_lens") : -1;
-
-		for (int i = 0; i < m; i++)
-			if (lens[i] != seq)
-				return onnx_fail(c, "unsupported sequence_lens shorter than the sequence");
-		if (m < 0)
-			return -EINVAL;
-	}
-	wt = onnx_chk(c, vtpu_g_transpose(c->g, w, tr2));	/* [input, G * H] */
-	rt = onnx_chk(c, vtpu_g_transpose(c->g, r, tr2));	/* [H, G * H] */
-	if (onnx_has_in(n, 3)) {
-		int b = drop_dir(c, onnx_in(c, n, 3));	/* [2 * G * H] */
+	wt = onnx_chk(c, vtpu_g_transpose(c->g, d->w, tr2));	/* [input, G * H] */
+	rt = onnx_chk(c, vtpu_g_transpose(c->g, d->r, tr2));	/* [H, G * H] */
+	if (d->b >= 0) {	/* [2 * G * H] */
 		int64_t st[1] = { 0 }, lim[1] = { ng * hs }, step[1] = { 1 };
 
-		bw = b < 0 ? b : onnx_chk(c, vtpu_g_slice(c->g, b, st, lim, step));
+		bw = onnx_chk(c, vtpu_g_slice(c->g, d->b, st, lim, step));
 		st[0] = ng * hs, lim[0] = 2 * ng * hs;
-		br = b < 0 ? b : onnx_chk(c, vtpu_g_slice(c->g, b, st, lim, step));
+		br = onnx_chk(c, vtpu_g_slice(c->g, d->b, st, lim, step));
 		t2[0] = 1, t2[1] = ng * hs;
 		bw = bw < 0 ? bw : onnx_reshape(c, bw, 2, t2);
 		br = br < 0 ? br : onnx_reshape(c, br, 2, t2);
 		if (bw < 0 || br < 0)
 			return -EINVAL;
 	}
-	t2[0] = batch, t2[1] = hs;
-	if (onnx_has_in(n, 5)) {
-		hprev = drop_dir(c, onnx_in(c, n, 5));
-	} else {
-		struct vtpu_shape hz = { VTPU_F32, 2, { batch, hs } };
-		float *z = calloc(batch * hs, sizeof(*z));
-
-		if (!z)
-			return onnx_fail(c, "out of memory");
-		hprev = onnx_chk(c, vtpu_g_constant(c->g, &hz, z));
-		if (cell == CELL_LSTM)
-			cprev = onnx_chk(c, vtpu_g_constant(c->g, &hz, z));
-		free(z);
-	}
-	if (cell == CELL_LSTM && onnx_has_in(n, 6))
-		cprev = drop_dir(c, onnx_in(c, n, 6));
-	if (cell == CELL_LSTM && onnx_has_in(n, 7))
-		peep = drop_dir(c, onnx_in(c, n, 7));	/* [3 * H]: i, o, f */
 	if (wt < 0 || rt < 0 || hprev < 0 || (cell == CELL_LSTM && cprev < 0))
 		return -EINVAL;
-	for (int64_t t = 0; t < seq; t++) {
+	for (int64_t k = 0; k < l->seq; k++) {
+		int64_t t = reverse ? l->seq - 1 - k : k;
 		int64_t st[3] = { 0 }, lim[3], step[3] = { 1, 1, 1 };
 		int xt, gx, gh, h;
 
-		for (int i = 0; i < 3; i++)
-			lim[i] = sx.dims[i];
-		st[batch_first ? 1 : 0] = t;
-		lim[batch_first ? 1 : 0] = t + 1;
-		xt = onnx_chk(c, vtpu_g_slice(c->g, x, st, lim, step));
-		xt = xt < 0 ? xt : onnx_reshape(c, xt, 2, (int64_t[2]){ batch, sx.dims[2] });
+		lim[0] = l->batch_first ? l->batch : l->seq;
+		lim[1] = l->batch_first ? l->seq : l->batch;
+		lim[2] = l->in;
+		st[l->batch_first ? 1 : 0] = t;
+		lim[l->batch_first ? 1 : 0] = t + 1;
+		xt = onnx_chk(c, vtpu_g_slice(c->g, l->x, st, lim, step));
+		xt = xt < 0 ? xt : onnx_reshape(c, xt, 2, (int64_t[2]){ l->batch, l->in });
 		gx = xt < 0 ? xt : onnx_matmul(c, xt, wt);
 		gh = onnx_matmul(c, hprev, rt);
 		if (gx >= 0 && bw >= 0)
@@ -142,7 +116,7 @@ int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
 						 gate(c, gh, 1, hs)));
 			int hh;
 
-			if (lbr) {
+			if (l->lbr) {
 				hh = onnx_binary(c, VTPU_MUL, rg, gate(c, gh, 2, hs));
 			} else {
 				/* (r * H) . Rh + Rbh: the reset gate first */
@@ -190,27 +164,118 @@ int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
 			return -EINVAL;
 		hprev = h;
 		/* Y's step: [1, 1, batch, H] or, batch first, [batch, 1, 1, H] */
-		if (batch_first)
-			t4[0] = batch, t4[1] = 1, t4[2] = 1, t4[3] = hs;
+		if (l->batch_first)
+			t4[0] = l->batch, t4[1] = 1, t4[2] = 1, t4[3] = hs;
 		else
-			t4[0] = 1, t4[1] = 1, t4[2] = batch, t4[3] = hs;
-		ys[t] = onnx_reshape(c, h, 4, t4);
-		if (ys[t] < 0)
+			t4[0] = 1, t4[1] = 1, t4[2] = l->batch, t4[3] = hs;
+		d->ys[t] = onnx_reshape(c, h, 4, t4);
+		if (d->ys[t] < 0)
 			return -EINVAL;
 	}
-	if (n->n_output > 0 && n->output[0][0] &&
-	    onnx_out(c, n, 0, seq == 1 ? ys[0] : onnx_chk(c, vtpu_g_concat(c->g, (int)seq,
-					ys, batch_first ? 1 : 0))) < 0)
+	d->h = hprev;
+	d->c = cprev;
+	return 0;
+}
+
+/* The directions' values @v[0..nd) joined along @axis (one: as is). */
+static int join(struct ctx *c, int nd, int *v, int axis)
+{
+	return nd == 1 ? v[0] : onnx_chk(c, vtpu_g_concat(c->g, nd, v, axis));
+}
+
+/*
+ * RNN, GRU and LSTM (forward, reverse or bidirectional; default
+ * activations), each direction unrolled over the sequence.
+ */
+int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	struct rnn l = { .cell = d->arg };
+	struct rnn_dir dirs[2];
+	int nd = 1, y[2], steps[256];
+	bool rev = onnx_attr_s_is(n, "direction", "forward", "reverse");
+	int64_t t3[3];
+	struct vtpu_shape sx;
+
+	l.ng = l.cell == CELL_RNN ? 1 : l.cell == CELL_GRU ? 3 : 4;
+	l.x = onnx_in(c, n, 0);
+	l.batch_first = onnx_attr_i(n, "layout", 0) != 0;
+	l.lbr = onnx_attr_i(n, "linear_before_reset", 0) != 0;
+	l.hs = onnx_attr_i(n, "hidden_size", 0);
+	if (onnx_attr_s_is(n, "direction", "forward", "bidirectional"))
+		nd = 2;
+	else if (!rev && !onnx_attr_s_is(n, "direction", "forward", "forward"))
+		return onnx_fail(c, "unsupported direction");
+	if (l.x < 0)
 		return -EINVAL;
-	if (batch_first)
-		t4[0] = batch, t4[1] = 1, t4[2] = hs;
+	if (onnx_attr(n, "activations") || onnx_attr(n, "clip") ||
+	    onnx_attr_i(n, "input_forget", 0))
+		return onnx_fail(c, "unsupported activations, clip or input_forget");
+	sx = onnx_shape_of(c, l.x);
+	if (sx.rank != 3 || l.hs < 1)
+		return onnx_fail(c, "wants X [seq, batch, input] and hidden_size");
+	l.seq = sx.dims[l.batch_first ? 1 : 0];
+	l.batch = sx.dims[l.batch_first ? 0 : 1];
+	l.in = sx.dims[2];
+	if (l.seq > 256)
+		return onnx_fail(c, "unsupported sequence of %lld steps (at most 256)",
+				 (long long)l.seq);
+	if (onnx_has_in(n, 4)) {	/* sequence_lens: only the full length */
+		const struct cval *cv = onnx_cin(c, n, 4, "sequence_lens");
+		int64_t lens[1024];
+		int m = cv ? onnx_cv_ints(c, cv, lens, 1024, "sequence_lens") : -1;
+
+		for (int i = 0; i < m; i++)
+			if (lens[i] != l.seq)
+				return onnx_fail(c, "unsupported sequence_lens shorter than the sequence");
+		if (m < 0)
+			return -EINVAL;
+	}
+	for (int k = 0; k < nd; k++) {
+		struct rnn_dir *dr = &dirs[k];
+		struct vtpu_shape hz = { VTPU_F32, 2, { l.batch, l.hs } };
+
+		dr->w = dir_slice(c, onnx_in(c, n, 1), k, nd);
+		dr->r = dir_slice(c, onnx_in(c, n, 2), k, nd);
+		dr->b = onnx_has_in(n, 3) ? dir_slice(c, onnx_in(c, n, 3), k, nd) : -1;
+		dr->c = dr->peep = -1;
+		if (!onnx_has_in(n, 5) || (l.cell == CELL_LSTM && !onnx_has_in(n, 6))) {
+			float *z = calloc(l.batch * l.hs, sizeof(*z));
+
+			if (!z)
+				return onnx_fail(c, "out of memory");
+			dr->h = dr->c = onnx_chk(c, vtpu_g_constant(c->g, &hz, z));
+			free(z);
+		}
+		if (onnx_has_in(n, 5))
+			dr->h = dir_slice(c, onnx_in(c, n, 5), k, nd);
+		if (l.cell == CELL_LSTM && onnx_has_in(n, 6))
+			dr->c = dir_slice(c, onnx_in(c, n, 6), k, nd);
+		if (l.cell == CELL_LSTM && onnx_has_in(n, 7))	/* [3 * H]: i, o, f */
+			dr->peep = dir_slice(c, onnx_in(c, n, 7), k, nd);
+		if (c->failed || unroll(c, &l, dr, rev || k == 1))
+			return -EINVAL;
+	}
+	/* Y: [seq, D, batch, H], or batch first [batch, seq, D, H] */
+	for (int64_t t = 0; t < l.seq; t++) {
+		y[0] = dirs[0].ys[t];
+		y[1] = nd > 1 ? dirs[1].ys[t] : -1;
+		steps[t] = join(c, nd, y, l.batch_first ? 2 : 1);
+	}
+	if (n->n_output > 0 && n->output[0][0] &&
+	    onnx_out(c, n, 0, join(c, (int)l.seq, steps, l.batch_first ? 1 : 0)) < 0)
+		return -EINVAL;
+	/* Y_h and Y_c: [D, batch, H], or batch first [batch, D, H] */
+	if (l.batch_first)
+		t3[0] = l.batch, t3[1] = 1, t3[2] = l.hs;
 	else
-		t4[0] = 1, t4[1] = batch, t4[2] = hs;
-	if (n->n_output > 1 && n->output[1][0] &&
-	    onnx_out(c, n, 1, onnx_reshape(c, hprev, 3, t4)) < 0)
-		     return -EINVAL;
-	if (cell == CELL_LSTM && n->n_output > 2 && n->output[2][0] &&
-	    onnx_out(c, n, 2, onnx_reshape(c, cprev, 3, t4)) < 0)
-		     return -EINVAL;
+		t3[0] = 1, t3[1] = l.batch, t3[2] = l.hs;
+	for (int o = 1; o < (l.cell == CELL_LSTM ? 3 : 2); o++) {
+		if (n->n_output <= (size_t)o || !n->output[o][0])
+			continue;
+		for (int k = 0; k < nd; k++)
+			y[k] = onnx_reshape(c, o == 1 ? dirs[k].h : dirs[k].c, 3, t3);
+		if (onnx_out(c, n, o, join(c, nd, y, l.batch_first ? 1 : 0)) < 0)
+			return -EINVAL;
+	}
 	return 0;
 }

@@ -2,9 +2,10 @@
 /*
  * Description: the ONNX frontend folds shape arithmetic exactly in int64:
  * a Slice end of INT64_MAX or INT64_MIN built through Concat, a
- * dimension of 2^24 + 1, integer division that truncates, values beyond
- * 2^53, negative axes and indices, comparisons and Where; and
- * an s64 computation that reaches the compiler is refused by lowering.
+ * dimension of 2^24 + 1, integer division that truncates, Mod's two
+ * sign conventions, values beyond 2^53, empty shape vectors, negative
+ * axes and indices, comparisons and Where; and an s64 computation that
+ * reaches the compiler is refused by lowering.
  *
  * Each test builds a small ModelProto with protobuf-c, parses it and
  * checks the output's dims or, for a folded output, its values.
@@ -306,6 +307,54 @@ TEST(values_beyond_2_pow_53_are_exact)
 	node(&md, "Div", "d|p32", "y", NULL, 0);
 	PARSE_OK(&md, &g);
 	EXPECT_EQ((1ll << 31) - 2, folded_at(g, 0));
+	vtpu_graph_free(g);
+}
+
+TEST(mod_follows_the_divisor_or_the_dividend)
+{
+	static const int64_t x[] = { 1 }, a[] = { -7, 7 }, b[] = { 3, -3 };
+	struct vtpu_graph *g = NULL;
+	struct model md;
+
+	model_init(&md, 1, x);
+	iconst(&md, "a", 2, a, false);
+	iconst(&md, "b", 2, b, false);
+	node(&md, "Mod", "a|b", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_EQ(2, folded_at(g, 0));
+	EXPECT_EQ(-2, folded_at(g, 1));
+	vtpu_graph_free(g);
+
+	model_init(&md, 1, x);
+	iconst(&md, "a", 2, a, false);
+	iconst(&md, "b", 2, b, false);
+	node(&md, "Mod", "a|b", "y", "fmod", 1);
+	PARSE_OK(&md, &g);
+	EXPECT_EQ(-1, folded_at(g, 0));
+	EXPECT_EQ(1, folded_at(g, 1));
+	vtpu_graph_free(g);
+}
+
+TEST(empty_shape_vectors)
+{
+	/* x.shape[2:] of a matrix is empty; Concat with it adds nothing. */
+	static const int64_t x[] = { 3, 4 }, two[] = { 2 },
+		end[] = { INT64_MAX }, zero[] = { 0 }, t[] = { 4, 3 };
+	struct vtpu_graph *g = NULL;
+	struct model md;
+	char buf[64];
+
+	model_init(&md, 2, x);
+	node(&md, "Shape", "x", "s", NULL, 0);
+	iconst(&md, "two", 1, two, false);
+	iconst(&md, "end", 1, end, false);
+	iconst(&md, "zero", 1, zero, false);
+	node(&md, "Slice", "s|two|end|zero", "none", NULL, 0);
+	iconst(&md, "t", 2, t, false);
+	node(&md, "Concat", "t|none", "shape", "axis", 0);
+	node(&md, "Reshape", "x|shape", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_STREQ("4x3", dims_of(g, buf, sizeof(buf)));
 	vtpu_graph_free(g);
 }
 

@@ -6,9 +6,7 @@
 # outputs: the error, max|y - ref| / max|ref| over every output of every
 # input set, must be at most 1e-3. Prints one line per model,
 #   zoo/<model>: ok rel err E (opset N, M ms)
-# and "zoo: N passed, N failed, N skipped". A model refused only because
-# its constants exceed what a program may carry is reported as waiting
-# on resident executables (skipped, never silently). Models listed in
+# and "zoo: N passed, N failed, N skipped". Models listed in
 # tools/zoo/xfail are expected to fail (XFAIL, skipped); one that passes
 # is XPASS, a failure: take it off the list.
 #
@@ -73,11 +71,6 @@ check() {	# MODEL: every input set of it, one verdict line
 		mkdir -p "$out/$m/$(basename "$set")"
 		"$run" -b host -q -n "$repeat" -o "$out/$m/$(basename "$set")" \
 			"${args[@]}" "$d/model.onnx" > "$log" 2>&1
-		if grep -qE 'constants: [0-9]+ bytes, the limit is' "$log"; then
-			echo "zoo/$m: skipped: waits on resident executables ($(grep -oE 'constants: .*' "$log" | head -1))"
-			skip=$((skip + 1))
-			return
-		fi
 		# vtpu-run's own verdict is elementwise; ours is the error
 		# relative to the largest reference value.
 		line=$(grep -c ' of max|expected|' "$log")

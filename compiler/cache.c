@@ -6,9 +6,10 @@
  * memory LRU and the on-disk store.
  *
  * The key is XXH3-128 over a canonical serialisation: every field as a
- * little-endian 64-bit word, attributes field by field and only the
- * entries the shape's rank uses, so padding bytes and stale array tails
- * never reach it; node names do not either (they change no code).
+ * little-endian 64-bit word, attributes as ir_attr_words() describes
+ * them (field by field, only the entries the rank uses), so padding
+ * bytes and stale array tails never reach it; node names do not either
+ * (they change no code).
  *
  * A disk entry is <dir>/<key as 32 hex digits>.vtpu:
  *
@@ -100,91 +101,16 @@ static int clamp_rank(int r)
 	return r < 0 ? 0 : r > VTPU_MAX_RANK ? VTPU_MAX_RANK : r;
 }
 
-static void h_dot(XXH3_state_t *st, const struct vtpu_dot_dims *d)
-{
-	int nb = clamp_rank(d->nbatch), nc = clamp_rank(d->ncontract);
-
-	h_ints(st, &d->nbatch, 2);
-	h_ints(st, d->lhs_batch, nb);
-	h_ints(st, d->rhs_batch, nb);
-	h_ints(st, d->lhs_contract, nc);
-	h_ints(st, d->rhs_contract, nc);
-}
-
-static void h_conv(XXH3_state_t *st, const struct vtpu_conv_params *p)
-{
-	h_ints(st, p->stride, 2);
-	h_ints(st, p->pad_lo, 2);
-	h_ints(st, p->pad_hi, 2);
-	h_ints(st, p->dilation, 2);
-	h_u64(st, p->groups);
-}
-
-/* The attributes of node @n, field by field. */
+/* The attributes of node @n: ir_attr_words(), as CSE sees them. */
 static void h_attrs(XXH3_state_t *st, const struct ir_graph *g,
 		    const struct ir_node *n)
 {
-	int r = clamp_rank(n->shape.rank);
-	int ri = n->nin ? clamp_rank(g->nodes[n->in[0]].shape.rank) : 0;
+	int64_t w[IR_MAX_ATTR_WORDS];
 
-	switch (n->op) {
-	case OP_PARAM:
-		h_u64(st, n->a.param.index);
-		break;
-	case OP_CONST:
-		XXH3_128bits_update(st, n->a.cst.data,
-				    shape_elems(&n->shape) * type_size(n->shape.type));
-		break;
-	case OP_COMPARE:
-		h_u64(st, n->a.cmp.dir);
-		break;
-	case OP_BROADCAST:
-		h_ints(st, n->a.bcast.dims, ri);
-		break;
-	case OP_TRANSPOSE:
-		h_ints(st, n->a.transpose.perm, r);
-		break;
-	case OP_DOT:
-		h_dot(st, &n->a.dot);
-		break;
-	case OP_CONV:
-		h_conv(st, &n->a.conv);
-		break;
-	case OP_REDUCE:
-		h_u64(st, n->a.reduce.op);
-		h_u64(st, n->a.reduce.axes);
-		break;
-	case OP_SOFTMAX:
-	case OP_LOG_SOFTMAX:
-		h_u64(st, n->a.softmax.axis);
-		break;
-	case OP_CONCAT:
-		h_u64(st, n->a.concat.axis);
-		break;
-	case OP_SLICE:
-		h_i64s(st, n->a.slice.start, ri);
-		h_i64s(st, n->a.slice.limit, ri);
-		h_i64s(st, n->a.slice.stride, ri);
-		break;
-	case OP_PAD:
-		h_i64s(st, n->a.pad.lo, ri);
-		h_i64s(st, n->a.pad.hi, ri);
-		h_f64(st, n->a.pad.value);
-		break;
-	case OP_P_MATMUL:
-		h_u64(st, n->a.mm.trans_a);
-		h_u64(st, n->a.mm.trans_b);
-		break;
-	case OP_P_REDUCE_LAST:
-		h_u64(st, n->a.rl.op);
-		break;
-	case OP_P_COPY:
-		h_u64(st, n->a.view.offset);
-		h_i64s(st, n->a.view.stride, r);
-		break;
-	default:
-		break;
-	}
+	if (n->op == OP_CONST)
+		XXH3_128bits_update(st, n->a.cst.data, ir_const_bytes(n));
+	else
+		h_i64s(st, w, ir_attr_words(g, n, w));
 }
 
 static void h_node(XXH3_state_t *st, const struct ir_graph *g,

@@ -9,10 +9,9 @@
  * seen so far: a node's operands are first remapped to their
  * representatives, so equal subtrees merge bottom-up in O(n).
  *
- * Attributes compare as the bytes of the op's union member. ir_add()
- * zeroes a node, so bytes the builder left alone match; unused tail
- * entries a caller filled with garbage can only prevent a merge, never
- * cause a wrong one. Parameters never merge: each is its own binding.
+ * Attributes compare as ir_attr_words() describes them, the words the
+ * compile cache hashes too. Parameters never merge: each is its own
+ * binding.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,37 +21,11 @@
 
 #include "ir.h"
 
-/* Bytes of node @n's union member that carry its attributes. */
-static size_t attr_size(const struct ir_node *n)
-{
-	switch (n->op) {
-	case OP_COMPARE:	return sizeof(n->a.cmp);
-	case OP_BROADCAST:	return sizeof(n->a.bcast);
-	case OP_TRANSPOSE:	return sizeof(n->a.transpose);
-	case OP_DOT:		return sizeof(n->a.dot);
-	case OP_CONV:		return sizeof(n->a.conv);
-	case OP_REDUCE:		return sizeof(n->a.reduce);
-	case OP_SOFTMAX:
-	case OP_LOG_SOFTMAX:	return sizeof(n->a.softmax);
-	case OP_CONCAT:		return sizeof(n->a.concat);
-	case OP_SLICE:		return sizeof(n->a.slice);
-	case OP_PAD:		return sizeof(n->a.pad);
-	case OP_P_MATMUL:	return sizeof(n->a.mm);
-	case OP_P_REDUCE_LAST:	return sizeof(n->a.rl);
-	case OP_P_COPY:		return sizeof(n->a.view);
-	default:		return 0;	/* RESHAPE, CONVERT: in the shape */
-	}
-}
-
-static size_t cst_bytes(const struct ir_node *n)
-{
-	return shape_elems(&n->shape) * type_size(n->shape.type);
-}
-
 /* Chained one-shot hashes: each part seeds the next. */
-static uint64_t node_hash(const struct ir_node *n)
+static uint64_t node_hash(const struct ir_graph *g, const struct ir_node *n)
 {
 	int64_t head[2 + VTPU_MAX_RANK] = { n->op, n->shape.type };
+	int64_t w[IR_MAX_ATTR_WORDS];
 	uint64_t h;
 
 	memcpy(&head[2], n->shape.dims, n->shape.rank * sizeof(int64_t));
@@ -60,19 +33,18 @@ static uint64_t node_hash(const struct ir_node *n)
 	if (n->nin)
 		h = XXH3_64bits_withSeed(n->in, n->nin * sizeof(int), h);
 	if (n->op == OP_CONST)
-		return XXH3_64bits_withSeed(n->a.cst.data, cst_bytes(n), h);
-	return XXH3_64bits_withSeed(&n->a, attr_size(n), h);
+		return XXH3_64bits_withSeed(n->a.cst.data, ir_const_bytes(n), h);
+	return XXH3_64bits_withSeed(w, ir_attr_words(g, n, w) * sizeof(*w), h);
 }
 
-static bool node_eq(const struct ir_node *a, const struct ir_node *b)
+static bool node_eq(const struct ir_graph *g, const struct ir_node *a,
+		    const struct ir_node *b)
 {
 	if (a->op != b->op || !shape_eq(&a->shape, &b->shape) ||
 	    a->nin != b->nin ||
 	    (a->nin && memcmp(a->in, b->in, a->nin * sizeof(int))))
 		return false;
-	if (a->op == OP_CONST)
-		return !memcmp(a->a.cst.data, b->a.cst.data, cst_bytes(a));
-	return !memcmp(&a->a, &b->a, attr_size(a));
+	return ir_attrs_eq(g, a, b);
 }
 
 /*
@@ -81,10 +53,10 @@ static bool node_eq(const struct ir_node *a, const struct ir_node *b)
  */
 static int lookup(const struct ir_graph *g, int *slots, size_t mask, int i)
 {
-	size_t h = node_hash(&g->nodes[i]) & mask;
+	size_t h = node_hash(g, &g->nodes[i]) & mask;
 
 	for (; slots[h]; h = (h + 1) & mask)
-		if (node_eq(&g->nodes[slots[h] - 1], &g->nodes[i]))
+		if (node_eq(g, &g->nodes[slots[h] - 1], &g->nodes[i]))
 			return slots[h] - 1;
 	slots[h] = i + 1;
 	return i;

@@ -529,6 +529,135 @@ int ir_verify(struct ir_graph *g)
 	return 0;
 }
 
+/* ---- attributes ---------------------------------------------------------- */
+
+static int clamp_rank(int r)
+{
+	return r < 0 ? 0 : r > VTPU_MAX_RANK ? VTPU_MAX_RANK : r;
+}
+
+static int put_ints(int64_t *w, const int *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		w[i] = v[i];
+	return n;
+}
+
+static int put_i64s(int64_t *w, const int64_t *v, int n)
+{
+	memcpy(w, v, n * sizeof(*v));
+	return n;
+}
+
+/*
+ * Every op is named here, without a default, so that a new op cannot
+ * be forgotten (-Wswitch): what is not an attribute of it is said so.
+ */
+int ir_attr_words(const struct ir_graph *g, const struct ir_node *n,
+		  int64_t w[IR_MAX_ATTR_WORDS])
+{
+	int r = clamp_rank(n->shape.rank), k = 0, nb, nc;
+	/* operand 0's rank: broadcast, slice and pad describe its dims */
+	int ri = n->nin ? clamp_rank(g->nodes[n->in[0]].shape.rank) : 0;
+	uint64_t bits;
+
+	switch (n->op) {
+	case OP_PARAM:
+		w[k++] = n->a.param.index;
+		break;
+	case OP_COMPARE:
+		w[k++] = n->a.cmp.dir;
+		break;
+	case OP_BROADCAST:
+		k += put_ints(w + k, n->a.bcast.dims, ri);
+		break;
+	case OP_TRANSPOSE:
+		k += put_ints(w + k, n->a.transpose.perm, r);
+		break;
+	case OP_DOT:
+		nb = clamp_rank(n->a.dot.nbatch);
+		nc = clamp_rank(n->a.dot.ncontract);
+		w[k++] = n->a.dot.nbatch;
+		w[k++] = n->a.dot.ncontract;
+		k += put_ints(w + k, n->a.dot.lhs_batch, nb);
+		k += put_ints(w + k, n->a.dot.rhs_batch, nb);
+		k += put_ints(w + k, n->a.dot.lhs_contract, nc);
+		k += put_ints(w + k, n->a.dot.rhs_contract, nc);
+		break;
+	case OP_CONV:
+		k += put_ints(w + k, n->a.conv.stride, 2);
+		k += put_ints(w + k, n->a.conv.pad_lo, 2);
+		k += put_ints(w + k, n->a.conv.pad_hi, 2);
+		k += put_ints(w + k, n->a.conv.dilation, 2);
+		w[k++] = n->a.conv.groups;
+		break;
+	case OP_REDUCE:
+		w[k++] = n->a.reduce.op;
+		w[k++] = n->a.reduce.axes;
+		break;
+	case OP_SOFTMAX:
+	case OP_LOG_SOFTMAX:
+		w[k++] = n->a.softmax.axis;
+		break;
+	case OP_CONCAT:
+		w[k++] = n->a.concat.axis;
+		break;
+	case OP_SLICE:
+		k += put_i64s(w + k, n->a.slice.start, ri);
+		k += put_i64s(w + k, n->a.slice.limit, ri);
+		k += put_i64s(w + k, n->a.slice.stride, ri);
+		break;
+	case OP_PAD:
+		k += put_i64s(w + k, n->a.pad.lo, ri);
+		k += put_i64s(w + k, n->a.pad.hi, ri);
+		memcpy(&bits, &n->a.pad.value, sizeof(bits));
+		w[k++] = (int64_t)bits;
+		break;
+	case OP_P_MATMUL:
+		w[k++] = n->a.mm.trans_a;
+		w[k++] = n->a.mm.trans_b;
+		break;
+	case OP_P_REDUCE_LAST:
+		w[k++] = n->a.rl.op;
+		break;
+	case OP_P_COPY:
+		w[k++] = n->a.view.offset;
+		k += put_i64s(w + k, n->a.view.stride, r);
+		break;
+	case OP_CONST:		/* its data: ir_const_bytes() */
+	case OP_NEG: case OP_ABS: case OP_EXP: case OP_LOG: case OP_SQRT:
+	case OP_RSQRT: case OP_TANH: case OP_LOGISTIC: case OP_RELU:
+	case OP_GELU: case OP_CONVERT: case OP_ADD: case OP_SUB: case OP_MUL:
+	case OP_DIV: case OP_MAX: case OP_MIN: case OP_POW: case OP_SELECT:
+	case OP_RESHAPE:	/* the target type and dims are the shape */
+	case OP_DEAD:
+	case OP_NR:
+		break;
+	}
+	return k;
+}
+
+size_t ir_const_bytes(const struct ir_node *n)
+{
+	return shape_elems(&n->shape) * type_size(n->shape.type);
+}
+
+bool ir_attrs_eq(const struct ir_graph *g, const struct ir_node *a,
+		 const struct ir_node *b)
+{
+	int64_t wa[IR_MAX_ATTR_WORDS], wb[IR_MAX_ATTR_WORDS];
+	int na, nb;
+
+	if (a->op != b->op)
+		return false;
+	if (a->op == OP_CONST)
+		return shape_eq(&a->shape, &b->shape) &&
+		       !memcmp(a->a.cst.data, b->a.cst.data, ir_const_bytes(a));
+	na = ir_attr_words(g, a, wa);
+	nb = ir_attr_words(g, b, wb);
+	return na == nb && !memcmp(wa, wb, na * sizeof(*wa));
+}
+
 static void dump_shape(FILE *f, const struct vtpu_shape *s)
 {
 	int i;

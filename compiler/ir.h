@@ -200,6 +200,21 @@ void ir_dump(const struct ir_graph *g, FILE *f, const char *title);
 struct ir_graph *ir_clone(const struct ir_graph *g);
 void ir_free(struct ir_graph *g);
 
+/*
+ * Each op's attributes, described once (ir.c) for CSE and the compile
+ * cache alike: what makes two nodes of the same op, shape and operands
+ * different values, as canonical words (every field, only the entries
+ * the rank uses, a double as its bits). A constant has none; its data,
+ * ir_const_bytes() of it, is compared and hashed instead.
+ */
+#define IR_MAX_ATTR_WORDS	(2 + 4 * VTPU_MAX_RANK)
+int ir_attr_words(const struct ir_graph *g, const struct ir_node *n,
+		  int64_t w[IR_MAX_ATTR_WORDS]);
+size_t ir_const_bytes(const struct ir_node *n);
+/* Equal attributes (constants: equal data); same op, shape, operands assumed. */
+bool ir_attrs_eq(const struct ir_graph *g, const struct ir_node *a,
+		 const struct ir_node *b);
+
 /* ---- eval.c: the reference evaluator ------------------------------------ */
 
 /*

@@ -10,12 +10,17 @@
 # tools/zoo/xfail are expected to fail (XFAIL, skipped); one that passes
 # is XPASS, a failure: take it off the list.
 #
+# Then a few small models ($ZOO_ACCEL_MODELS, default "mlp lstm"; empty:
+# none) run again on the accel backend in QEMU with vtpu.ko loaded, and
+# their outputs must be the host run's, bit for bit:
+#   zoo/<model>/accel: ok (the host's outputs, bit for bit)
+#
 # The exports are cached in BUILD/zoo, keyed by export.py and the torch
 # and torchvision versions: a changed script exports again.
-# Usage: tools/zoo/zoo.sh BUILD [MODEL...]
+# Usage: tools/zoo/zoo.sh BUILD MODULE "PARAMS" [MODEL...]
 set -uo pipefail
-build=$1
-shift
+build=$1 module=$2 params=$3
+shift 3
 top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$build/bin/vtpu-run
 tol=1e-3
@@ -93,7 +98,8 @@ check() {	# MODEL: every input set of it, one verdict line
 }
 
 start=$(date +%s)
-for m in ${*:-$(cat "$models/MANIFEST")}; do
+chosen=${*:-$(cat "$models/MANIFEST")}
+for m in $chosen; do
 	if [ ! -d "$models/$m" ]; then
 		echo "zoo/$m: FAIL: no such model in $models"
 		fail=$((fail + 1))
@@ -102,5 +108,57 @@ for m in ${*:-$(cat "$models/MANIFEST")}; do
 	check "$m"
 done
 echo "zoo: host run took $(($(date +%s) - start)) s"
+
+# The accel backend in the VM: each model's first input set, its outputs
+# saved beside the host's, then compared byte for byte.
+accel=()
+for m in ${ZOO_ACCEL_MODELS-mlp lstm}; do
+	[[ " $chosen " == *" $m "* ]] && [ -d "$out/$m/test_data_set_0" ] &&
+		accel+=("$m")
+done
+if [ ${#accel[@]} -gt 0 ]; then
+	start=$(date +%s)
+	res=$out/accel
+	mkdir -p "$res"
+	script=$out/accel.sh
+	{
+		echo "set -u; rc=0"
+		for m in "${accel[@]}"; do
+			args=
+			for f in "$models/$m/test_data_set_0"/input_*.npy; do
+				args="$args -i $f"
+			done
+			echo "mkdir -p $res/$m && $run -b accel -q$args -o $res/$m $models/$m/model.onnx > $res/$m.log 2>&1 || { echo \"zoo/$m/accel: vtpu-run failed:\"; tail -3 $res/$m.log; rc=1; }"
+		done
+		echo 'exit $rc'
+	} > "$script"
+	"$top/tools/vm/run.sh" --build "$build" --module "$module" \
+		--params "$params" --results "$res" --timeout 600 -- sh "$script" \
+		> "$out/vm.log" 2>&1
+	vm=$?
+	for m in "${accel[@]}"; do
+		host_out=$(ls "$out/$m/test_data_set_0"/output_*.npy 2>/dev/null)
+		bad=
+		for f in $host_out; do
+			cmp -s "$f" "$res/$m/$(basename "$f")" || bad="$bad $(basename "$f")"
+		done
+		if ! grep -q '^backend accel' "$res/$m.log" 2>/dev/null; then
+			echo "zoo/$m/accel: FAIL: no accel run ($(tail -1 "$res/$m.log" 2>/dev/null))"
+			fail=$((fail + 1))
+		elif [ -n "$bad" ] || [ -z "$host_out" ]; then
+			echo "zoo/$m/accel: FAIL: differs from the host run:${bad:- no outputs}"
+			fail=$((fail + 1))
+		else
+			echo "zoo/$m/accel: ok (the host's outputs, bit for bit)"
+			pass=$((pass + 1))
+		fi
+	done
+	if [ "$vm" != 0 ]; then
+		tail -5 "$out/vm.log"
+		echo "zoo: the VM run failed (status $vm)"
+		fail=$((fail + 1))
+	fi
+	echo "zoo: accel run (VM) took $(($(date +%s) - start)) s"
+fi
 echo "zoo: $pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -96,9 +96,10 @@ SMI_TOOL := $(BUILD)/bin/vtpu-smi
 CONFORMANCE := $(BUILD)/bin/vtpu-conformance
 HLO_FUZZ := $(BUILD)/bin/hlo-fuzz
 ONNX_FUZZ := $(BUILD)/bin/onnx-fuzz
+KFUZZ := $(BUILD)/bin/vtpu-kfuzz
 
 all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(ONNX_FUZZ) $(LIBVTPU_SO) \
-	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE)
+	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE) $(KFUZZ)
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 		$(LIBVTPU)
@@ -178,6 +179,20 @@ fuzz-onnx: $(ONNX_FUZZ)
 	$(ONNX_FUZZ) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
 		-max_total_time=$${FUZZ_SECONDS:-60} -artifact_prefix=$(BUILD)/ \
 		$(BUILD)/onnx-fuzz-corpus $(BUILD)/onnx-fuzz-seeds
+
+# The uAPI fuzzer, with the host's copy of the program validator as its
+# oracle; `make fuzz-kernel [SECONDS=N] [SEED=N]` runs it in the VM.
+KFUZZ_SRCS := $(wildcard tests/fuzz/kfuzz*.c)
+$(KFUZZ): $(KFUZZ_SRCS) tests/fuzz/kfuzz.h $(TEST_HDRS) $(EXEC_OBJS) \
+		uapi/drm/vtpu_accel.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -Idriver -Iruntime/compat -Itests/common \
+		-o $@ $(KFUZZ_SRCS) $(EXEC_OBJS) $(USER_LIBS) -luring -lm
+
+.PHONY: fuzz-kernel
+fuzz-kernel: module $(KFUZZ)
+	@SEED=$(SEED) tools/fuzz-kernel.sh $(BUILD) $(CURDIR)/$(MODULE) \
+		"$(VM_PARAMS)" $(or $(SECONDS),60)
 
 $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		$(TEST_HDRS) $(KSFT_HDRS)

@@ -228,6 +228,11 @@ int vtpu_sq_reap(struct vtpu_sq *sq, struct vtpu_completion *out,
 
 	if (min_wait > sq->inflight + sq->unsubmitted)
 		min_wait = sq->inflight + sq->unsubmitted;
+	/*
+	 * One io_uring_enter() submits what is queued and sleeps until
+	 * @min_wait completions are there: the kernel wakes us once for
+	 * all of them, not once per job.
+	 */
 	if (sq->unsubmitted) {
 		do {
 			ret = io_uring_submit_and_wait(&sq->ring, min_wait);
@@ -236,28 +241,32 @@ int vtpu_sq_reap(struct vtpu_sq *sq, struct vtpu_completion *out,
 			return ret;
 		sq->unsubmitted -= ret;
 		sq->inflight += ret;
+	} else if (min_wait > io_uring_cq_ready(&sq->ring)) {
+		do {
+			ret = io_uring_wait_cqe_nr(&sq->ring, &cqe, min_wait);
+		} while (ret == -EINTR);
+		if (ret)
+			return ret;
 	}
 	while (n < max) {
-		if (n < min_wait) {
-			ret = io_uring_wait_cqe(&sq->ring, &cqe);
-			if (ret == -EINTR)
-				continue;
-		} else {
-			ret = io_uring_peek_cqe(&sq->ring, &cqe);
-			if (ret == -EAGAIN)
-				break;
+		struct io_uring_cqe *batch[64];
+		unsigned int i, got;
+
+		got = io_uring_peek_batch_cqe(&sq->ring, batch,
+					      max - n < 64 ? max - n : 64);
+		for (i = 0; i < got; i++) {
+			cqe = batch[i];
+			out[n++] = (struct vtpu_completion){
+				.user_data = cqe->user_data,
+				.job_id = (uint32_t)cqe->big_cqe[0],
+				.status = cqe->res,
+				.device_us = (uint32_t)(cqe->big_cqe[0] >> 32),
+			};
 		}
-		if (ret)
-			return n ? (int)n : ret;
-		out[n] = (struct vtpu_completion){
-			.user_data = cqe->user_data,
-			.job_id = (uint32_t)cqe->big_cqe[0],
-			.status = cqe->res,
-			.device_us = (uint32_t)(cqe->big_cqe[0] >> 32),
-		};
-		io_uring_cqe_seen(&sq->ring, cqe);
-		sq->inflight--;
-		n++;
+		io_uring_cq_advance(&sq->ring, got);
+		sq->inflight -= got;
+		if (got < 64)
+			break;
 	}
 	return n;
 }

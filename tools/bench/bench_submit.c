@@ -8,7 +8,13 @@
  *
  *   ioctl-wait       one SUBMIT ioctl, then JOB_WAIT, per job
  *   ioctl-pipelined  SUBMIT ioctls back to back, then the waits
- *   uring-bB         B SUBMIT commands per io_uring_enter(), then reap B
+ *   uring-bB         B SUBMIT commands per io_uring_enter(), which also
+ *                    sleeps until the previous B have completed: two
+ *                    batches in flight, one system call and one wakeup
+ *                    per batch (what a pipelined io_uring user does)
+ *
+ * Every job names a program object (DRM_VTPU_SUBMIT_PROGRAM) when the
+ * kernel has them, else the program buffer (uAPI 1.1).
  *
  * Latency is per job: from its submission to the moment its completion
  * is seen. Modes run interleaved in rounds, and each figure is the
@@ -95,34 +101,50 @@ static int run_ioctl_pipelined(int fd, const struct drm_vtpu_submit *req,
 	return 0;
 }
 
+/* Reaps until at most @left are owed; latencies from each job's start. */
+static int reap_until(struct vtpu_sq *sq, unsigned int left,
+		      const double *start, int *nlat)
+{
+	struct vtpu_completion done[64];
+	int k, ret;
+
+	while (vtpu_sq_outstanding(sq) > left) {
+		ret = vtpu_sq_reap(sq, done, 64,
+				   vtpu_sq_outstanding(sq) - left);
+		if (ret <= 0)
+			return ret ? ret : -EIO;
+		for (k = 0; k < ret; k++) {
+			if (done[k].status)
+				return done[k].status;
+			lat_us[(*nlat)++] =
+				(bench_now() - start[done[k].user_data]) * 1e6;
+		}
+	}
+	return 0;
+}
+
 static int run_uring(struct vtpu_sq *sq, const struct drm_vtpu_submit *req,
 		     int n, int batch, double *rate, double *lat)
 {
-	struct vtpu_completion done[64];
-	double t0 = bench_now(), t;
-	int i, k, got, ret, nlat = 0;
+	static double start[MAX_JOBS];
+	double t0 = bench_now();
+	int i, k, ret, nlat = 0;
 
 	for (i = 0; i < n; i += batch) {
-		t = bench_now();
 		for (k = 0; k < batch; k++) {
+			start[i + k] = bench_now();
 			ret = vtpu_sq_queue(sq, req, i + k);
 			if (ret)
 				return ret;
 		}
-		ret = vtpu_sq_submit(sq);
-		if (ret != batch)
-			return ret < 0 ? ret : -EIO;
-		for (got = 0; got < batch; got += ret) {
-			ret = vtpu_sq_reap(sq, done, batch - got, 1);
-			if (ret <= 0)
-				return ret ? ret : -EIO;
-			for (k = 0; k < ret; k++) {
-				if (done[k].status)
-					return done[k].status;
-				lat_us[nlat++] = (bench_now() - t) * 1e6;
-			}
-		}
+		/* submits this batch, waits for the one before */
+		ret = reap_until(sq, batch, start, &nlat);
+		if (ret)
+			return ret;
 	}
+	ret = reap_until(sq, 0, start, &nlat);
+	if (ret)
+		return ret;
 	*rate = nlat / (bench_now() - t0);
 	*lat = bench_median(lat_us, nlat);
 	return 0;
@@ -138,6 +160,30 @@ static void *end_only_program(size_t *size)
 	p = vtpu_asm_finish(&as, size);
 	vtpu_asm_free(&as);
 	return p;
+}
+
+/* The request every job makes: a program object's, when there are any. */
+static int make_request(int fd, const void *prog, size_t size,
+			struct vtpu_buf *buf, struct drm_vtpu_submit *req)
+{
+	struct drm_vtpu_program_create cr = {
+		.program = (__u64)(uintptr_t)prog, .size = size,
+	};
+	struct drm_vtpu_query q = { 0 };
+	int ret;
+
+	memset(req, 0, sizeof(*req));
+	if (!vtpu_ioctl(fd, DRM_IOCTL_VTPU_QUERY, &q) &&
+	    (q.features & DRM_VTPU_FEATURE_PROGRAM)) {
+		ret = vtpu_ioctl(fd, DRM_IOCTL_VTPU_PROGRAM_CREATE, &cr);
+		req->flags = DRM_VTPU_SUBMIT_PROGRAM;
+		req->program_handle = cr.handle;
+		return ret;
+	}
+	ret = vtpu_buf_prog(fd, prog, size, buf);
+	req->program_handle = buf->handle;
+	req->program_size = size;
+	return ret;
 }
 
 int bench_submit(int argc, char **argv)
@@ -170,15 +216,13 @@ int bench_submit(int argc, char **argv)
 			strerror(-fd));
 		return 1;
 	}
+	memset(&prog, 0, sizeof(prog));
 	p = end_only_program(&size);
-	if (!p || vtpu_buf_prog(fd, p, size, &prog)) {
-		fprintf(stderr, "vtpu-bench submit: cannot create the program buffer\n");
+	if (!p || make_request(fd, p, size, &prog, &req)) {
+		fprintf(stderr, "vtpu-bench submit: cannot load the program\n");
 		return 1;
 	}
 	free(p);
-	req = (struct drm_vtpu_submit){
-		.program_handle = prog.handle, .program_size = size,
-	};
 	ret = vtpu_sq_init(&sq, fd, 64, VTPU_SQ_URING);
 	if (ret) {
 		fprintf(stderr, "vtpu-bench submit: io_uring SUBMIT unavailable: %s\n",

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,10 +31,12 @@ static const char usage[] =
 	"outputs.\n"
 	"\n"
 	"  -i, --input FILE     input tensor, .pb (ONNX TensorProto) or .npy of\n"
-	"                       f32, f64, int32, int64 or bool; once per input,\n"
-	"                       in order (default: random). Converted to what\n"
-	"                       the device computes in (f64 as f32, int64 and\n"
-	"                       bool as s32, range-checked). For ONNX, inputs\n"
+	"                       f32, f64, int32, int64 or bool (.npy also f16,\n"
+	"                       int8, uint8, int16, uint16, uint32); once per\n"
+	"                       input, in order (default: random). Converted to\n"
+	"                       what the device computes in (f64 and f16 as f32,\n"
+	"                       the integers and bool as s32, range-checked).\n"
+	"                       For ONNX, inputs\n"
 	"                       also fill symbolic dims and the shape-like\n"
 	"                       values the model needs at compile time\n"
 	"  -s, --seed N         seed for random inputs (default 1)\n"
@@ -228,12 +231,26 @@ static int load_pb(const char *path, struct tensor *out)
 	return 0;
 }
 
-/* A version-1 NumPy .npy file in C order: <f4, <f8, <i4, <i8 or |b1. */
+static double half_to_double(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) :
+		   ldexp(m | 0x400, e - 25);
+
+	return h & 0x8000 ? -v : v;
+}
+
+/*
+ * A version-1 NumPy .npy file in C order: <f4, <f8, <f2, <i4, <i8, |b1,
+ * |i1, |u1, <i2, <u2 or <u4.
+ */
 static int load_npy(const char *path, struct tensor *out)
 {
 	static const struct { const char *descr; int size; bool is_int; } kinds[] = {
 		{ "'<f4'", 4, false }, { "'<f8'", 8, false },
 		{ "'<i4'", 4, true }, { "'<i8'", 8, true }, { "'|b1'", 1, true },
+		{ "'<f2'", 2, false }, { "'|i1'", 1, true }, { "'|u1'", 1, true },
+		{ "'<i2'", 2, true }, { "'<u2'", 2, true }, { "'<u4'", 4, true },
 	};
 	size_t len, hlen;
 	unsigned char *buf = read_file(path, &len);
@@ -249,12 +266,13 @@ static int load_npy(const char *path, struct tensor *out)
 	}
 	hlen = buf[8] | buf[9] << 8;
 	hdr = (char *)buf + 10;
-	for (int k = 0; k < 5 && 10 + hlen <= len; k++)
+	for (int k = 0; k < (int)(sizeof(kinds) / sizeof(kinds[0])) &&
+			10 + hlen <= len; k++)
 		if (strstr(hdr, kinds[k].descr))
 			kind = k;
 	sh = 10 + hlen <= len ? strstr(hdr, "'shape': (") : NULL;
 	if (kind < 0 || !sh || strstr(hdr, "'fortran_order': True")) {
-		fprintf(stderr, "vtpu-run: %s: wants <f4, <f8, <i4, <i8 or |b1 in C order\n",
+		fprintf(stderr, "vtpu-run: %s: wants <f4, <f8, <f2, <i4, <i8, |b1, |i1, |u1, <i2, <u2 or <u4 in C order\n",
 			path);
 		goto out;
 	}
@@ -284,11 +302,22 @@ static int load_npy(const char *path, struct tensor *out)
 	}
 	for (size_t k = 0; k < out->n; k++) {
 		const unsigned char *p = buf + 10 + hlen + k * kinds[kind].size;
-		union { float f; double d; int32_t i; int64_t l; uint8_t b; } u;
+		union { float f; double d; int32_t i; int64_t l; uint8_t b;
+			int8_t c; int16_t s; uint16_t h; uint32_t w; } u;
 
 		memcpy(&u, p, kinds[kind].size);
-		out->v[k] = kind == 0 ? u.f : kind == 1 ? u.d : kind == 2 ? u.i :
-			    kind == 3 ? (double)u.l : u.b;
+		switch (kind) {
+		case 0: out->v[k] = u.f; break;
+		case 1: out->v[k] = u.d; break;
+		case 2: out->v[k] = u.i; break;
+		case 3: out->v[k] = (double)u.l; break;
+		case 4: case 7: out->v[k] = u.b; break;
+		case 5: out->v[k] = half_to_double(u.h); break;
+		case 6: out->v[k] = u.c; break;
+		case 8: out->v[k] = u.s; break;
+		case 9: out->v[k] = u.h; break;
+		default: out->v[k] = u.w; break;
+		}
 	}
 	ret = 0;
 out:

@@ -34,6 +34,7 @@ struct cval {
 	int64_t dims[R];
 	int64_t n;
 	void *data;		/* n elements in @type's layout */
+	int otype;		/* the ONNX type decoded from; 0: derived */
 };
 
 struct val {
@@ -172,6 +173,8 @@ int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_bitshift(struct ctx *c, node_t *n, const struct opdef *d);
 
 /* ---- reduce.c ------------------------------------------------------------ */
 
@@ -204,6 +207,7 @@ int onnx_op_global_pool(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_batchnorm(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_layernorm(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_instnorm(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_lrn(struct ctx *c, node_t *n, const struct opdef *d);
 
 /* ---- indexing.c ---------------------------------------------------------- */
 
@@ -224,6 +228,7 @@ int onnx_take(struct ctx *c, int x, int axis, const int64_t *idx, int n);
 int onnx_op_identity(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_range(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_eyelike(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_window(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_reshape(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_flatten(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_transpose(struct ctx *c, node_t *n, const struct opdef *d);

@@ -355,6 +355,8 @@ int onnx_op_where(struct ctx *c, node_t *n, const struct opdef *d)
 	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, v[0], v[1], v[2])));
 }
 
+static int round_half(struct ctx *c, int x);
+
 int onnx_op_cast(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int64_t to = onnx_attr_i(n, "to", 0);
@@ -370,6 +372,9 @@ int onnx_op_cast(struct ctx *c, node_t *n, const struct opdef *d)
 	x = onnx_in(c, n, 0);
 	if (x < 0)
 		return x;
+	if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
+	    onnx_shape_of(c, x).type == VTPU_F32)
+		return onnx_out(c, n, 0, round_half(c, x));
 	if (onnx_shape_of(c, x).type == t)
 		return onnx_out(c, n, 0, x);
 	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_convert(c->g, x, t)));
@@ -436,26 +441,21 @@ int onnx_op_thresholded_relu(struct ctx *c, node_t *n, const struct opdef *d)
  * step t by one where it is on the wrong side, or (Round) where the
  * fraction is over one half, or exactly one half and t is odd.
  */
-int onnx_op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d)
+static int rounding(struct ctx *c, int x, int mode)
 {
-	int x = onnx_in(c, n, 0), t, big, adj, y, one, zero;
+	int t, big, adj, y, one, zero;
 
-	if (x < 0)
-		return x;
-	if (onnx_shape_of(c, x).type != VTPU_F32)
-		return onnx_shape_of(c, x).type == VTPU_S32 ? onnx_out(c, n, 0, x) :
-		       onnx_fail(c, "unsupported type");
 	t = onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_S32));
 	t = t < 0 ? t : onnx_chk(c, vtpu_g_convert(c->g, t, VTPU_F32));
 	one = onnx_splat(c, 1, x);
 	zero = onnx_splat(c, 0, x);
 	if (t < 0 || one < 0 || zero < 0)
 		return -EINVAL;
-	if (d->arg == 0) {	/* t > x: one less */
+	if (mode == 0) {	/* t > x: one less */
 		adj = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, t, x));
 		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, adj,
 					onnx_splat(c, -1, x), zero));
-	} else if (d->arg == 1) {	/* t < x: one more */
+	} else if (mode == 1) {	/* t < x: one more */
 		adj = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, t, x));
 		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, adj, one, zero));
 	} else {
@@ -488,7 +488,19 @@ int onnx_op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d)
 							 onnx_splat(c, 8388608.0, x)));
 	if (y < 0 || big < 0)
 		return -EINVAL;
-	return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_select(c->g, big, y, x)));
+	return onnx_chk(c, vtpu_g_select(c->g, big, y, x));
+}
+
+int onnx_op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0);
+
+	if (x < 0)
+		return x;
+	if (onnx_shape_of(c, x).type != VTPU_F32)
+		return onnx_shape_of(c, x).type == VTPU_S32 ? onnx_out(c, n, 0, x) :
+		       onnx_fail(c, "unsupported type");
+	return onnx_out(c, n, 0, rounding(c, x, d->arg));
 }
 
 /* Softsign: x / (1 + |x|). */
@@ -846,4 +858,115 @@ int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d)
 	y = mul(c, sub(c, y, kst(c, 1, x)), kst(c, al, x));
 	y = add(c, onnx_binary(c, VTPU_MAX, x, zero), onnx_binary(c, VTPU_MIN, y, zero));
 	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/* @v, a scalar or (@axis of @like) per-channel 1-D value, to @like's rank. */
+static int per_axis(struct ctx *c, int v, int like, int64_t axis)
+{
+	struct vtpu_shape s = onnx_shape_of(c, like), sv = onnx_shape_of(c, v);
+	int64_t dims[R];
+	int ax;
+
+	if (v < 0 || sv.rank == 0 || (sv.rank == 1 && sv.dims[0] == 1))
+		return v;
+	ax = onnx_axis_norm(c, axis, s.rank);
+	if (ax < 0 || sv.rank != 1 || sv.dims[0] != s.dims[ax])
+		return ax < 0 ? ax : onnx_fail(c, "scale and zero point must be scalars or [%lld]",
+					       ax < 0 ? 0LL : (long long)s.dims[ax]);
+	for (int i = 0; i < s.rank; i++)
+		dims[i] = i == ax ? s.dims[ax] : 1;
+	return onnx_reshape(c, v, s.rank, dims);
+}
+
+static int to_f32(struct ctx *c, int v)
+{
+	if (v < 0 || onnx_shape_of(c, v).type == VTPU_F32)
+		return v;
+	return onnx_chk(c, vtpu_g_convert(c->g, v, VTPU_F32));
+}
+
+/*
+ * QuantizeLinear (arg 0): saturate(round(x / scale) + zero point), half
+ * to even, into the zero point's range (uint8 unless it is int8);
+ * DequantizeLinear (arg 1): (x - zero point) scale. The integers are the
+ * device's s32; scale and zero point are scalars or per @axis.
+ */
+int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), y, zp = -1;
+	int64_t axis = onnx_attr_i(n, "axis", 1);
+	int scale = per_axis(c, to_f32(c, onnx_in(c, n, 1)), x, axis);
+	double lo = 0, hi = 255;
+
+	if (x < 0 || scale < 0)
+		return -EINVAL;
+	if (onnx_has_in(n, 2)) {
+		struct val *v = onnx_lookup(c, n->input[2]);
+
+		if (v && v->c && v->c->otype == ONNX__TENSOR_PROTO__DATA_TYPE__INT8)
+			lo = -128, hi = 127;
+		else if (v && v->c && v->c->otype &&
+			 v->c->otype != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+			return onnx_fail(c, "unsupported zero point type %s",
+					 onnx_type_name(v->c->otype));
+		zp = per_axis(c, to_f32(c, onnx_in(c, n, 2)), x, axis);
+		if (zp < 0)
+			return -EINVAL;
+	}
+	if (d->arg) {
+		y = to_f32(c, x);
+		if (zp >= 0)
+			y = onnx_binary(c, VTPU_SUB, y, zp);
+		return onnx_out(c, n, 0, onnx_binary(c, VTPU_MUL, y, scale));
+	}
+	if (onnx_shape_of(c, x).type != VTPU_F32)
+		return onnx_fail(c, "x must be float");
+	y = rounding(c, onnx_binary(c, VTPU_DIV, x, scale), 2);
+	if (zp >= 0)
+		y = onnx_binary(c, VTPU_ADD, y, zp);
+	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, lo, x));
+	y = onnx_binary(c, VTPU_MIN, y, onnx_splat(c, hi, x));
+	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/*
+ * BitShift of unsigned integers (as the device's s32): x 2^y or
+ * trunc(x / 2^y), in f32, exact below 2^24.
+ */
+int onnx_op_bitshift(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int v[2] = { onnx_in(c, n, 0), onnx_in(c, n, 1) }, x, p, y;
+	bool left = onnx_attr_s_is(n, "direction", "", "LEFT");
+
+	(void)d;
+	if (!left && !onnx_attr_s_is(n, "direction", "", "RIGHT"))
+		return onnx_fail(c, "direction must be LEFT or RIGHT");
+	if (v[0] < 0 || v[1] < 0 || bcast_all(c, 2, v))
+		return -EINVAL;
+	if (onnx_shape_of(c, v[0]).type != VTPU_S32)
+		return onnx_fail(c, "unsupported type");
+	x = to_f32(c, v[0]);
+	p = onnx_binary(c, VTPU_POW, onnx_splat(c, 2, x), to_f32(c, v[1]));
+	y = left ? mul(c, x, p) : trunc_f32(c, dvd(c, x, p));
+	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}
+
+/*
+ * f32 @x rounded to float16's precision, kept in f32 (the device has no
+ * float16): 11 significant bits by Veltkamp's split (x 8193 - (x 8193 -
+ * x)), multiples of 2^-24 below 2^-14 (subnormals, (x + 3/4) - 3/4), and
+ * infinity from 65520 up.
+ */
+static int round_half(struct ctx *c, int x)
+{
+	int a = unary(c, VTPU_ABS, x), p, hi, tiny, inf;
+
+	p = mul(c, x, kst(c, 8193, x));
+	hi = sub(c, p, sub(c, p, x));
+	tiny = sub(c, add(c, x, kst(c, 0.75, x)), kst(c, 0.75, x));
+	inf = sel(c, cmp(c, VTPU_LT, x, 0), kst(c, -INFINITY, x), kst(c, INFINITY, x));
+	hi = sel(c, cmp(c, VTPU_LT, a, 1.0 / 16384), tiny, hi);
+	return sel(c, cmp(c, VTPU_GE, a, 65520), inf, hi);
 }

@@ -1078,3 +1078,42 @@ int onnx_op_instnorm(struct ctx *c, node_t *n, const struct opdef *d)
 	}
 	return onnx_out(c, n, 0, y);
 }
+
+/*
+ * LRN: x / (bias + alpha / size * sum of x^2 over the @size channels
+ * around each)^beta, the window sum as @size slices of the squares
+ * padded with zeros along the channels.
+ */
+int onnx_op_lrn(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), sq, acc = -1;
+	int64_t size = onnx_attr_i(n, "size", 0), lo[R] = { 0 }, hi[R] = { 0 };
+	int64_t st[R] = { 0 }, lim[R], step[R];
+	double alpha = onnx_attr_f(n, "alpha", 1e-4f), beta = onnx_attr_f(n, "beta", 0.75f);
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = onnx_shape_of(c, x);
+	if (s.rank < 3 || size < 1 || size > 64)
+		return onnx_fail(c, "wants [N, C, ...] and a size from 1 to 64");
+	sq = onnx_binary(c, VTPU_MUL, x, x);
+	lo[1] = (size - 1) / 2;
+	hi[1] = size - 1 - lo[1];
+	sq = sq < 0 ? sq : onnx_chk(c, vtpu_g_pad(c->g, sq, lo, hi, 0.0));
+	for (int i = 0; i < s.rank; i++)
+		lim[i] = s.dims[i], step[i] = 1;
+	for (int64_t k = 0; k < size && sq >= 0; k++) {
+		int sl;
+
+		st[1] = k;
+		lim[1] = k + s.dims[1];
+		sl = onnx_chk(c, vtpu_g_slice(c->g, sq, st, lim, step));
+		acc = acc < 0 ? sl : onnx_binary(c, VTPU_ADD, acc, sl);
+	}
+	acc = onnx_binary(c, VTPU_MUL, acc, onnx_splat(c, alpha / size, x));
+	acc = onnx_binary(c, VTPU_ADD, acc, onnx_splat(c, onnx_attr_f(n, "bias", 1.0f), x));
+	acc = onnx_binary(c, VTPU_POW, acc, onnx_splat(c, beta, x));
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : onnx_binary(c, VTPU_DIV, x, acc));
+}

@@ -101,6 +101,13 @@ static const struct opdef ops[] = {
 	{ "Mod", 10, MAXV, onnx_op_mod, 0, 0, "fmod" },
 	{ "Celu", 12, MAXV, onnx_op_celu, 0, 0, "alpha" },
 	{ "HardSwish", 14, MAXV, onnx_op_hardsigmoid, 1, 0, "" },
+	{ "QuantizeLinear", 10, MAXV, onnx_op_quantize, 0, 0, "axis" },
+	{ "DequantizeLinear", 10, MAXV, onnx_op_quantize, 1, 0, "axis" },
+	{ "BitShift", 11, MAXV, onnx_op_bitshift, 0, 0, "direction" },
+	{ "LRN", 1, MAXV, onnx_op_lrn, 0, 0, "alpha,beta,bias,size" },
+	{ "HannWindow", 17, MAXV, onnx_op_window, 0, 0, "output_datatype,periodic" },
+	{ "HammingWindow", 17, MAXV, onnx_op_window, 1, 0, "output_datatype,periodic" },
+	{ "BlackmanWindow", 17, MAXV, onnx_op_window, 2, 0, "output_datatype,periodic" },
 	{ "Reciprocal", 6, MAXV, onnx_op_reciprocal, 0, 0, "" },
 	{ "Sign", 9, MAXV, onnx_op_sign, 0, 0, "" },
 	{ "Shrink", 9, MAXV, onnx_op_shrink, 0, 0, "bias,lambd" },
@@ -331,7 +338,8 @@ static int input_shape(struct ctx *c, const Onnx__ValueInfoProto *vi,
 static int bind_values(struct ctx *c, struct val *v, const struct vtpu_shape *s)
 {
 	const struct vtpu_onnx_binding *b = binding(c, v->name);
-	bool is_int = s->type == VTPU_S64 || s->type == VTPU_S32;
+	bool is_int = s->type == VTPU_S64 || s->type == VTPU_S32 ||
+		      s->type == VTPU_PRED;
 	int64_t n = 1;
 
 	if (!b || !(is_int ? b->values != NULL :

@@ -123,6 +123,41 @@ int onnx_op_range(struct ctx *c, node_t *n, const struct opdef *d)
 	return onnx_keep_const(c, n, r);
 }
 
+/*
+ * HannWindow (arg 0), HammingWindow (1), BlackmanWindow (2) of a size
+ * known at compile time: a host constant, cosines in double.
+ */
+int onnx_op_window(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	static const double k[3][3] = {	/* a0 - a1 cos(2 pi x) + a2 cos(4 pi x) */
+		{ 0.5, 0.5, 0 }, { 25.0 / 46, 21.0 / 46, 0 }, { 0.42, 0.5, 0.08 },
+	};
+	int64_t size, dt = onnx_attr_i(n, "output_datatype", 1);
+	bool periodic = onnx_attr_i(n, "periodic", 1) != 0;
+	struct cval *w;
+	double den;
+
+	if (onnx_in_ints(c, n, 0, &size, 1, "size") != 1)
+		return c->failed ? -EINVAL : onnx_fail(c, "size must be a scalar");
+	if (dt != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+	    dt != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+		return onnx_fail(c, "unsupported output_datatype %s",
+				 onnx_type_name((int)dt));
+	if (size < 1 || size > MAX_FOLD)
+		return onnx_fail(c, "unsupported window of %lld", (long long)size);
+	w = onnx_cval_alloc(VTPU_F32, 1, &size, size);
+	if (!w)
+		return onnx_fail(c, "out of memory");
+	den = periodic ? (double)size : (double)(size - 1);
+	for (int64_t i = 0; i < size; i++) {
+		double x = den > 0 ? i / den : 0;
+
+		((float *)w->data)[i] = (float)(k[d->arg][0] -
+			k[d->arg][1] * cos(2 * M_PI * x) + k[d->arg][2] * cos(4 * M_PI * x));
+	}
+	return onnx_keep_const(c, n, w);
+}
+
 /* EyeLike: a constant of the input's 2-D shape with ones on diagonal k. */
 int onnx_op_eyelike(struct ctx *c, node_t *n, const struct opdef *d)
 {

@@ -308,14 +308,21 @@ enum vtpu_type onnx_type(int t, bool *ok)
 	case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return VTPU_S64;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return VTPU_PRED;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return VTPU_F32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return VTPU_F32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return VTPU_S32;
 	default: *ok = false; return VTPU_F32;
 	}
 }
 
 /*
  * The device type of a value of ONNX type @t: int64 computes as s32,
- * double as f32 (onnx_type() already), bool at a graph boundary as s32
- * 0/1 (the device has no byte type); see vtpu_compiler.h.
+ * double and float16 as f32, the 8- and 16-bit integers and uint32 as s32
+ * (onnx_type() already), bool at a graph boundary as s32 0/1 (the device
+ * has no byte type); see vtpu_compiler.h.
  */
 enum vtpu_type onnx_dev_type(enum vtpu_type t)
 {
@@ -433,8 +440,77 @@ oom:
 	return NULL;
 }
 
+static float half_to_float(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	float v = e == 0 ? ldexpf((float)m, -24) :
+		  e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400), e - 25);
+
+	return h & 0x8000 ? -v : v;
+}
+
+/*
+ * A TensorProto of a type the device computes wider: float16 as f32, the
+ * 8- and 16-bit integers and uint32 as s32 (a uint32 beyond it refused).
+ * Typed data is in int32_data (float16 as its bits), uint32 in
+ * uint64_data.
+ */
+static struct cval *tensor_widened(struct ctx *c, const Onnx__TensorProto *t,
+				   enum vtpu_type ty, int64_t n)
+{
+	int dt = t->data_type, es;
+	bool raw = t->has_raw_data && t->raw_data.len;
+	struct cval *cv;
+
+	es = dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT8 ||
+	     dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 ? 1 :
+	     dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 ? 4 : 2;
+	if (raw ? t->raw_data.len != (size_t)n * es :
+	    (dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 ? t->n_uint64_data :
+	     t->n_int32_data) != (size_t)n) {
+		onnx_fail(c, "tensor '%s': data does not match %lld elements of %s",
+			  t->name ? t->name : "", (long long)n, onnx_type_name(dt));
+		return NULL;
+	}
+	cv = onnx_cval_alloc(ty, (int)t->n_dims, t->dims, n);
+	if (!cv) {
+		onnx_fail(c, "out of memory");
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		const uint8_t *p = raw ? t->raw_data.data + i * es : NULL;
+		uint64_t u = 0;
+		int64_t v;
+
+		if (p)
+			memcpy(&u, p, es);	/* hosts are LE */
+		else
+			u = dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 ?
+			    t->uint64_data[i] : (uint32_t)t->int32_data[i];
+		switch (dt) {
+		case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+			((float *)cv->data)[i] = half_to_float((uint16_t)u);
+			continue;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: v = (int8_t)u; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: v = (uint8_t)u; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: v = (int16_t)u; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: v = (uint16_t)u; break;
+		default: v = (uint32_t)u; break;
+		}
+		if (v > INT32_MAX) {
+			onnx_cval_free(cv);
+			onnx_fail(c, "tensor '%s': %s %lld does not fit in s32",
+				  t->name ? t->name : "", onnx_type_name(dt),
+				  (long long)v);
+			return NULL;
+		}
+		((int32_t *)cv->data)[i] = (int32_t)v;
+	}
+	return cv;
+}
+
 /* Decodes a TensorProto: raw_data (little-endian) or the typed field. */
-struct cval *onnx_tensor(struct ctx *c, const Onnx__TensorProto *t)
+static struct cval *decode(struct ctx *c, const Onnx__TensorProto *t)
 {
 	bool ok;
 	enum vtpu_type ty = onnx_type(t->data_type, &ok);
@@ -470,6 +546,12 @@ struct cval *onnx_tensor(struct ctx *c, const Onnx__TensorProto *t)
 	}
 	if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
 		return tensor_double(c, t, n);
+	if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+	    t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 &&
+	    t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT32 &&
+	    t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
+	    t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL)
+		return tensor_widened(c, t, ty, n);
 	es = esize(ty);
 	/*
 	 * The data must be there before we allocate for it: dims alone may
@@ -522,6 +604,16 @@ oom:
 	onnx_cval_free(cv);
 	onnx_fail(c, "out of memory");
 	return NULL;
+}
+
+/* A TensorProto's host copy, which remembers the ONNX type it had. */
+struct cval *onnx_tensor(struct ctx *c, const Onnx__TensorProto *t)
+{
+	struct cval *cv = decode(c, t);
+
+	if (cv)
+		cv->otype = t->data_type;
+	return cv;
 }
 
 int onnx_keep_const(struct ctx *c, node_t *n, struct cval *cv)

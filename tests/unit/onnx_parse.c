@@ -302,8 +302,8 @@ TEST(unsupported_attribute_and_type)
 			   "unsupported Indices output");
 	ASSERT_MODEL_ERROR("node/test_cast_FLOAT_to_STRING",
 			   "unsupported cast to STRING");
-	ASSERT_MODEL_ERROR("node/test_maxpool_2d_uint8",
-			   "unsupported element type UINT8");
+	ASSERT_MODEL_ERROR("node/test_min_uint64",
+			   "unsupported element type UINT64");
 }
 
 TEST(convolution_pooling_and_layout_shapes)

@@ -243,17 +243,27 @@ void kf_contract(const char *fmt, ...)
 	unsigned int i;
 	va_list ap;
 
-	__atomic_fetch_add(&kf.stats->contract, 1, __ATOMIC_RELAXED);
+	uint64_t n = __atomic_add_fetch(&kf.stats->contract, 1,
+					__ATOMIC_RELAXED);
+
+	/* One bug tends to break the same promise many times. */
+	if (n > 30) {
+		if (n == 31)
+			fprintf(stderr, "kfuzz: contract: more violations follow, counted but not shown\n");
+		return;
+	}
 	fprintf(stderr, "kfuzz: contract: op %llu: ",
 		(unsigned long long)kf.ops);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	if (kf.stats->contract <= 3)
-		dump_history();
+	if (n > 3)
+		return;
+	dump_history();
+	/* With drm.debug=2 the driver says why it refused a request. */
 	kmsg_scan();
-	for (i = nrecent > 64 ? nrecent - 64 : 0; i < nrecent; i++)
+	for (i = nrecent > 16 ? nrecent - 16 : 0; i < nrecent; i++)
 		fprintf(stderr, "kfuzz:   kernel: %s\n", recent[i % 64]);
 }
 

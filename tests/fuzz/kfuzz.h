@@ -47,6 +47,8 @@
 
 /* Buffers above this are created, mapped and closed, never bound or touched. */
 #define KF_BIG_BO		(8ULL << 20)
+/* Nor mapped above this: a mapping pins the whole of a HOST buffer. */
+#define KF_MAP_MAX		(64ULL << 20)
 #define KF_ARENA_SIZE		(256 * 1024)
 
 /* Op families, for --no=FAMILY,... (and the verbose op names). */

@@ -686,10 +686,12 @@ static void program_create(struct kf_rng *r, struct kf_file *f)
 		kf_contract("PROGRAM_CREATE flags %#x pad %#x: %d", c.flags,
 			    c.pad, ret);
 	if (!ret && clean && loads) {
-		if (!c.handle || c.binding_count != info.binding_count ||
+		if (!c.handle)
+			kf_contract("PROGRAM_CREATE returned handle 0 (never valid)");
+		if (c.binding_count != info.binding_count ||
 		    c.trace_count != info.trace_count)
-			kf_contract("PROGRAM_CREATE: handle %u, %u bindings, %u traces (%u, %u expected)",
-				    c.handle, c.binding_count, c.trace_count,
+			kf_contract("PROGRAM_CREATE: %u bindings, %u traces (%u, %u expected)",
+				    c.binding_count, c.trace_count,
 				    info.binding_count, info.trace_count);
 		for (i = 0; c.bindings && i < info.binding_count &&
 		     i < c.max_bindings; i++)
@@ -709,7 +711,11 @@ static void program_create(struct kf_rng *r, struct kf_file *f)
 		if (f->progs[i].handle == c.handle)
 			kf_contract("PROGRAM_CREATE returned live handle %u",
 				    c.handle);
-	if (!ret && f->nprogs < KF_MAX_PROGS && loads) {
+	if (!ret && !c.handle) {
+		/* Reported above: keep it out of the model. */
+		pd.handle = 0;
+		kf_ioctl(f->fds[0], DRM_IOCTL_VTPU_PROGRAM_DESTROY, &pd);
+	} else if (!ret && f->nprogs < KF_MAX_PROGS && loads) {
 		struct kf_pobj *o = &f->progs[f->nprogs++];
 
 		o->handle = c.handle;
@@ -736,13 +742,16 @@ void kf_op_program(struct kf_rng *r)
 		return;
 	}
 	i = kf_below(r, f->nprogs);
-	pd.handle = kf_chance(r, 85) ? f->progs[i].handle : kf_rand(r);
+	pd.handle = kf_chance(r, 85) ? f->progs[i].handle :
+		    kf_chance(r, 30) ? 0 : kf_rand(r);
 	if (kf_chance(r, 5))
 		pd.flags = 1u << kf_below(r, 32);
 	ret = kf_ioctl(kf_file_fd(f, r), DRM_IOCTL_VTPU_PROGRAM_DESTROY, &pd);
 	kf_note(" destroy %u flags %#x -> %d", pd.handle, pd.flags, ret);
 	if (pd.flags && ret != -EINVAL)
 		kf_contract("PROGRAM_DESTROY flags %#x: %d", pd.flags, ret);
+	if (!pd.flags && !pd.handle && ret != -ENOENT)
+		kf_contract("PROGRAM_DESTROY of handle 0 (never valid): %d", ret);
 	if (!ret && pd.handle == f->progs[i].handle)
 		pobj_forget(f, &f->progs[i]);
 	else if (!pd.flags && pd.handle == f->progs[i].handle)

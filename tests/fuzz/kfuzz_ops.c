@@ -444,6 +444,8 @@ static void mmap_dmabuf(struct kf_rng *r)
 	if (!kf.ndmabufs)
 		return;
 	d = &kf.dmabufs[kf_below(r, kf.ndmabufs)];
+	if (d->size > KF_MAP_MAX)
+		return;
 	len = d->size;
 	if (kf_chance(r, 30)) {
 		off = kf.page * kf_below(r, d->size / kf.page + 2);
@@ -477,6 +479,9 @@ void kf_op_mmap(struct kf_rng *r)
 	}
 	f = kf_file_pick(r);
 	if (!f || !(bo = kf_bo_pick(f, r, 0, false)))
+		return;
+	/* 6.12's shmem helper allocates every page of a buffer it maps. */
+	if (bo->size > KF_MAP_MAX)
 		return;
 	info.handle = bo->handle;
 	if (kf_ioctl(f->fds[0], DRM_IOCTL_VTPU_BO_INFO, &info))
@@ -1148,6 +1153,9 @@ void kf_op_raw(struct kf_rng *r)
 				  nr == 0xca || nr == 0xcb || nr == 0xcd);
 	for (i = 0; i < 64; i++)
 		buf[i] = small || kf_chance(r, 50) ? kf_below(r, 4) : kf_rand(r);
+	/* Not a handle the model holds (kf_op_program destroys those). */
+	if (nr == DRM_COMMAND_BASE + DRM_VTPU_PROGRAM_DESTROY)
+		buf[0] |= 0x80000000;
 	/* Large sizes read past buf: the kernel must only fault. */
 	ret = kf_ioctl(kf_file_fd(f, r), req,
 		       kf_chance(r, 80) && size <= sizeof(buf) ? (void *)buf :

@@ -238,6 +238,26 @@ static void dump_history(void)
 }
 
 /* A uAPI contract the kernel broke: a failure, with the operations before. */
+/* Violations by kind (their format), for the summary. */
+static struct {
+	const char *fmt;
+	uint64_t n;
+} kinds[32];
+
+static void count_kind(const char *fmt)
+{
+	unsigned int i;
+
+	for (i = 0; i < 32; i++) {
+		if (!kinds[i].fmt)
+			kinds[i].fmt = fmt;
+		if (kinds[i].fmt == fmt) {
+			kinds[i].n++;
+			return;
+		}
+	}
+}
+
 void kf_contract(const char *fmt, ...)
 {
 	unsigned int i;
@@ -246,6 +266,7 @@ void kf_contract(const char *fmt, ...)
 	uint64_t n = __atomic_add_fetch(&kf.stats->contract, 1,
 					__ATOMIC_RELAXED);
 
+	count_kind(fmt);
 	/* One bug tends to break the same promise many times. */
 	if (n > 30) {
 		if (n == 31)
@@ -1179,6 +1200,9 @@ int main(int argc, char **argv)
 		(unsigned long long)kf.splats, (unsigned long long)kf.leaks,
 		(unsigned long long)kf.stats->contract,
 		(unsigned long long)kf.faults, kf_now() - start);
+	for (i = 0; i < 32 && kinds[i].fmt; i++)
+		fprintf(stderr, "kfuzz: %llu x contract: %s\n",
+			(unsigned long long)kinds[i].n, kinds[i].fmt);
 	for (i = 0; kf.verbose && i < (int)KF_NOPS; i++)
 		fprintf(stderr, "kfuzz: %-10s %8llu ops %8.1f ms each\n",
 			ops[i].name, (unsigned long long)op_count[i],

@@ -98,7 +98,7 @@ check() {	# MODEL: every input set of it, one verdict line
 }
 
 start=$(date +%s)
-chosen=${*:-$(cat "$models/MANIFEST")}
+chosen=$(echo ${*:-$(cat "$models/MANIFEST")})	# one line
 for m in $chosen; do
 	if [ ! -d "$models/$m" ]; then
 		echo "zoo/$m: FAIL: no such model in $models"

@@ -12,9 +12,11 @@
  * checked as well, and at the end the device must be idle with no
  * buffer or job left.
  *
- * Files: kfuzz.c (driver loop, oracles, end checks), kfuzz_prog.c
- * (random programs), kfuzz_ops.c (buffers, mappings, PRIME, syncobjs,
- * sync_files), kfuzz_job.c (SUBMIT, JOB_WAIT, io_uring, processes).
+ * Files: kfuzz.c (the loop, oracles, end checks), kfuzz_prog.c (random
+ * programs), kfuzz_ops.c (buffers, mappings, PRIME, raw ioctls),
+ * kfuzz_sync.c (syncobjs, sync_files), kfuzz_job.c (SUBMIT, JOB_WAIT,
+ * program objects), kfuzz_uring.c (io_uring), kfuzz_proc.c (files,
+ * processes).
  */
 #ifndef KFUZZ_H
 #define KFUZZ_H
@@ -230,7 +232,6 @@ struct kf {
 	uint64_t splats;
 	uint64_t leaks;
 	uint64_t faults;	/* SIGSEGV/SIGBUS on a mapping */
-	uint64_t skipped_ops;
 };
 
 extern struct kf kf;
@@ -251,7 +252,7 @@ bool kf_touch(void *p, size_t len, const void *src);
 bool kf_fam(enum kf_family fam);
 void kf_fail_stop(void);
 
-/* kfuzz_ops.c: model and the object families */
+/* kfuzz_ops.c: model, buffers, mappings, PRIME, raw ioctls */
 struct kf_file *kf_file_pick(struct kf_rng *r);
 int kf_file_fd(struct kf_file *f, struct kf_rng *r);
 int kf_file_open(int dev);
@@ -261,9 +262,9 @@ struct kf_bo *kf_bo_pick(struct kf_file *f, struct kf_rng *r, uint64_t min,
 int kf_bo_new(struct kf_file *f, uint64_t size, uint32_t placement,
 	      struct kf_bo **out);
 bool kf_arena_ready(struct kf_file *f);
-struct kf_syncobj *kf_syncobj_pick(struct kf_file *f, struct kf_rng *r);
 void kf_map_add(void *p, size_t len, bool writable, int file, uint32_t handle);
-void kf_syncfile_add(int fd);
+int kf_junk_fd(struct kf_rng *r);
+int kf_devnull(void);
 void kf_model_teardown(void);
 void kf_op_query(struct kf_rng *r);
 void kf_op_bo_create(struct kf_rng *r);
@@ -273,10 +274,13 @@ void kf_op_mmap(struct kf_rng *r);
 void kf_op_munmap(struct kf_rng *r);
 void kf_op_scribble(struct kf_rng *r);
 void kf_op_prime(struct kf_rng *r);
+void kf_op_raw(struct kf_rng *r);
+
+/* kfuzz_sync.c: syncobjs and sync_files */
+struct kf_syncobj *kf_syncobj_pick(struct kf_file *f, struct kf_rng *r);
+void kf_syncfile_add(int fd);
 void kf_op_syncobj(struct kf_rng *r);
 void kf_op_syncfile(struct kf_rng *r);
-void kf_op_raw(struct kf_rng *r);
-void kf_op_program(struct kf_rng *r);
 
 /* kfuzz_prog.c: programs */
 struct kf_prog {
@@ -294,16 +298,22 @@ void kf_prog_check(struct kf_prog *p, const struct vtpu_binding_desc *bind,
 		   unsigned int nbind, uint64_t vmem);
 void kf_prog_free(struct kf_prog *p);
 
-/* kfuzz_job.c: SUBMIT, JOB_WAIT, io_uring, processes */
+/* kfuzz_job.c: SUBMIT, JOB_WAIT, program objects */
 int kf_req_build(struct kf_file *f, struct kf_rng *r, struct kf_req *q,
 		 bool mutate);
+int kf_wait_one(int fd, uint64_t id, int64_t deadline, int *status);
 void kf_op_submit(struct kf_rng *r);
 void kf_op_wait(struct kf_rng *r);
+void kf_op_program(struct kf_rng *r);
+void kf_wait_pending(struct kf_file *f, int keep);
+
+/* kfuzz_uring.c: io_uring */
 void kf_op_uring(struct kf_rng *r);
+void kf_rings_teardown(void);
+
+/* kfuzz_proc.c: files and processes */
 void kf_op_fd(struct kf_rng *r);
 void kf_op_fork(struct kf_rng *r);
 void kf_children_reap(bool all);
-void kf_rings_teardown(void);
-void kf_wait_pending(struct kf_file *f, int keep);
 
 #endif /* KFUZZ_H */

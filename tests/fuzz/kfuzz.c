@@ -1039,6 +1039,7 @@ static void parse_args(int argc, char **argv, bool *keep_going,
 
 	kf.seed = (uint64_t)time(NULL);
 	kf.log_fd = -1;
+	kf.vgem_fd = -1;
 	kf.enomem_ok = env && *env && strcmp(env, "0");
 	while ((c = getopt_long(argc, argv, "s:t:n:vx:ef:u:l:kh", longopts,
 				NULL)) != -1) {

@@ -215,6 +215,7 @@ struct kf {
 	int nsyncfiles;
 	int syncobj_fds[KF_MAX_SYNCFILES];
 	int nsyncobj_fds;
+	int vgem_fd;		/* another DRM driver, -1 if none */
 	struct kf_ring rings[KF_MAX_RINGS];
 	pid_t children[KF_MAX_CHILDREN];
 	double child_deadline[KF_MAX_CHILDREN];

@@ -739,11 +739,96 @@ static void dmabuf_ioctl(struct kf_rng *r)
 	}
 }
 
+/* vgem, another driver, if the kernel has it: -1 otherwise. */
+static int vgem(void)
+{
+	static int fd = -2;
+	char path[32];
+	int i;
+
+	if (fd != -2)
+		return fd;
+	fd = -1;
+	/* Built in, loaded already or absent: all fine. */
+	if (system("modprobe vgem 2>/dev/null") < 0)
+		return fd;
+	for (i = 0; i < 16 && fd < 0; i++) {
+		drmVersionPtr v;
+
+		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		v = drmGetVersion(fd);
+		if (!v || strcmp(v->name, "vgem")) {
+			close(fd);
+			fd = -1;
+		}
+		if (v)
+			drmFreeVersion(v);
+	}
+	kf.vgem_fd = fd;
+	return fd;
+}
+
+/*
+ * Another driver: vgem attaches to and maps our dma-bufs (HOST buffers
+ * pin all their pages then: small ones only), and offers its own, which
+ * vtpu must refuse to import.
+ */
+static void prime_vgem(struct kf_rng *r)
+{
+	struct drm_mode_create_dumb dumb = { 0 };
+	struct drm_prime_handle p = { 0 };
+	struct drm_gem_close gc = { 0 };
+	struct kf_dmabuf *d;
+	struct kf_file *f;
+	int fd = vgem(), ret;
+
+	if (fd < 0)
+		return;
+	if (kf_chance(r, 60) && kf.ndmabufs) {
+		d = &kf.dmabufs[kf_below(r, kf.ndmabufs)];
+		if (d->size > KF_BIG_BO)
+			return;
+		p.fd = d->fd;
+		ret = kf_ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &p);
+		kf_note(" vgem imports dma-buf %d -> %d", d->fd, ret);
+		/* Now and then vgem keeps it until the end. */
+		if (!ret && kf_chance(r, 70)) {
+			gc.handle = p.handle;
+			kf_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &gc);
+		}
+		return;
+	}
+	f = kf_file_pick(r);
+	dumb.width = 1 + kf_below(r, 256);
+	dumb.height = 1 + kf_below(r, 64);
+	dumb.bpp = 32;
+	if (!f || kf_ioctl(fd, DRM_IOCTL_MODE_CREATE_DUMB, &dumb))
+		return;
+	p.handle = dumb.handle;
+	p.flags = DRM_CLOEXEC | DRM_RDWR;
+	if (!kf_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p)) {
+		struct drm_prime_handle in = { .fd = p.fd };
+
+		ret = kf_ioctl(kf_file_fd(f, r), DRM_IOCTL_PRIME_FD_TO_HANDLE,
+			       &in);
+		kf_note(" vtpu imports a vgem dma-buf -> %d", ret);
+		if (!ret)
+			kf_contract("PRIME import of vgem's dma-buf into vtpu succeeded");
+		close(p.fd);
+	}
+	gc.handle = dumb.handle;
+	kf_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &gc);
+}
+
 void kf_op_prime(struct kf_rng *r)
 {
-	switch (kf_below(r, 6)) {
+	switch (kf_below(r, 7)) {
 	case 0: case 1: prime_export(r); break;
 	case 2: case 3: prime_import(r); break;
+	case 4: prime_vgem(r); break;
 	default: dmabuf_ioctl(r); break;
 	}
 }
@@ -812,6 +897,10 @@ void kf_model_teardown(void)
 	kf.ndmabufs = 0;
 	while (kf.nmaps)
 		map_drop(&kf.maps[0]);
+	/* vgem's imports hold our buffers. */
+	if (kf.vgem_fd >= 0)
+		close(kf.vgem_fd);
+	kf.vgem_fd = -1;
 	for (i = 0; i < KF_MAX_FILES; i++)
 		kf_file_close(&kf.files[i]);
 }

@@ -293,7 +293,11 @@ static int profile_buffer(struct vtpu_event *ev)
 
 	if (!rt_profiling(ev->client))
 		return 0;
-	ret = rt_pool_get(ev->device, RT_PROFILE_BYTES, VTPU_PLACE_HOST,
+	/*
+	 * HBM when there is room: vtpu.ko maps a backing-store range per
+	 * job, which sends io_uring's non-blocking first attempt to io-wq.
+	 */
+	ret = rt_pool_get(ev->device, RT_PROFILE_BYTES, VTPU_PLACE_AUTO,
 			  &ev->prof);
 	if (ret)
 		return ret;

@@ -6,6 +6,8 @@
 #   make check      install what is missing, build, checkpatch, unit tests,
 #                   kselftests in QEMU; one summary line per suite
 #   make kselftest [T=<binary>]   kselftests in QEMU (all, or one binary)
+#   make check-debug  kselftests and fuzzer on a KASAN/lockdep/kmemleak/
+#                   failslab kernel built from linux-source (not in check)
 #   make vm-shell   interactive QEMU guest with vtpu.ko loaded
 #   make clean
 #
@@ -20,6 +22,8 @@ MODULE := driver/vtpu.ko
 
 # What the kselftests expect (they read it back from the environment).
 VM_PARAMS ?= num_devices=2 num_cores=2 hbm_mib=32 vmem_kib=1024 job_timeout_ms=2000
+# How long `make check-debug` fuzzes (twice: plain and under failslab).
+DEBUG_FUZZ_SECONDS ?= 120
 
 CC ?= gcc
 CFLAGS ?= -O2 -g
@@ -354,6 +358,12 @@ unit: $(UNIT_BINS)
 
 kselftest: module $(KSFT_BINS)
 	@tools/kselftest.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)" $(T)
+
+# Not part of check: the debug kernel takes ~25 min to build once (cached
+# outside BUILD), the run ~N min. vtpu.ko is built in BUILD/debug/src.
+.PHONY: check-debug
+check-debug: $(KSFT_BINS) $(SMI_TOOL)
+	@tools/check-debug.sh $(BUILD) "$(VM_PARAMS)" $(DEBUG_FUZZ_SECONDS)
 
 check:
 	@tools/check.sh

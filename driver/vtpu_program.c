@@ -200,7 +200,9 @@ int vtpu_ioctl_program_destroy(struct drm_device *drm, void *data,
 		drm_dbg(drm, "program_destroy: flags 0x%x\n", args->flags);
 		return -EINVAL;
 	}
-	program = xa_erase(&vfile->programs, args->handle);
+	/* Handle 0 is never given out; erasing it would free the slot. */
+	program = args->handle ? xa_erase(&vfile->programs, args->handle) :
+				 NULL;
 	if (!program) {
 		drm_dbg(drm, "program_destroy: unknown handle %u\n",
 			args->handle);

@@ -20,6 +20,7 @@
 
 #include <linux/dma-fence.h>
 #include <linux/io_uring/cmd.h>
+#include <linux/io_uring_types.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -191,6 +192,25 @@ static int vtpu_uring_copy_args(struct io_uring_cmd *cmd,
 	}
 }
 
+/*
+ * Debian's 6.12 copies the SQE aside when a command returns -EAGAIN but
+ * leaves cmd->sqe pointing into the shared ring, so the retry from io-wq
+ * would read whatever SQE has taken that slot since. Make the copy here
+ * and point cmd->sqe at it: io_uring then sees the copy is made.
+ */
+static void vtpu_uring_keep_sqe(struct io_uring_cmd *cmd,
+				unsigned int issue_flags)
+{
+	struct io_kiocb *req = cmd_to_io_kiocb(cmd);
+
+	if (!req->async_data || cmd->sqe == req->async_data)
+		return;
+	memcpy(req->async_data, cmd->sqe,
+	       issue_flags & IO_URING_F_SQE128 ? 2 * sizeof(*cmd->sqe) :
+						 sizeof(*cmd->sqe));
+	cmd->sqe = req->async_data;
+}
+
 /**
  * vtpu_uring_cmd() - &file_operations.uring_cmd of the accel file
  * @cmd: the command
@@ -228,12 +248,18 @@ int vtpu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	nowait = issue_flags & IO_URING_F_NONBLOCK;
 	req = kzalloc(sizeof(*req), nowait ? GFP_NOWAIT | __GFP_NOWARN :
 					     GFP_KERNEL);
-	if (!req)
-		return nowait ? -EAGAIN : -ENOMEM;
+	if (!req) {
+		if (!nowait)
+			return -ENOMEM;
+		vtpu_uring_keep_sqe(cmd, issue_flags);
+		return -EAGAIN;
+	}
 
 	ret = vtpu_job_submit(file->minor->dev, file, &args, &done, nowait);
 	if (ret) {
 		kfree(req);
+		if (ret == -EAGAIN)
+			vtpu_uring_keep_sqe(cmd, issue_flags);
 		return ret;
 	}
 	req->cmd = cmd;

@@ -109,6 +109,9 @@ static struct dma_fence *vtpu_job_run(struct drm_sched_job *sched_job)
 	struct dma_fence *fence;
 	unsigned long i;
 
+	/* From here the scheduler counts its end (drm_sched_job_done()). */
+	job->ran = true;
+
 	/* Killed while queued (its file went away): never start it. */
 	if (unlikely(sched_job->s_fence->finished.error))
 		return NULL;
@@ -159,6 +162,14 @@ static void vtpu_job_free_sched(struct drm_sched_job *sched_job)
 {
 	struct vtpu_job *job = to_vtpu_job(sched_job);
 
+	/*
+	 * A job killed with its entity (its file closed) never reaches
+	 * run_job, and 6.12's scheduler then never takes it back off the
+	 * score push_job added it to: every later entity would avoid that
+	 * core. Take it off here.
+	 */
+	if (!job->ran)
+		atomic_dec(sched_job->sched->score);
 	drm_sched_job_cleanup(sched_job);
 	vtpu_job_free(job);
 }

@@ -89,6 +89,7 @@ struct vtpu_job_bo {
  * @abort: set by the timeout handler; the core stops at the next slice
  * @queued: SUBMIT time (ns)
  * @nowait: being submitted from a context that must not wait
+ * @ran: run_job was called for it (it was not killed with its entity)
  * @id: the job id SUBMIT returns
  * @client: the submitting file's DRM client id
  * @stats: the submitting file's stats (a reference)
@@ -112,6 +113,7 @@ struct vtpu_job {
 	atomic_t abort;
 	u64 queued;
 	bool nowait;
+	bool ran;
 	u64 id;
 	u64 client;
 	struct vtpu_file_stats *stats;

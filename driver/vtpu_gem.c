@@ -40,6 +40,12 @@ static void vtpu_bo_untrack(struct vtpu_bo *bo)
 
 /* HBM buffers: a contiguous range of the device's reserved memory. */
 
+/* Kernel address of an HBM buffer's first byte: HBM is mapped for good. */
+static void *vtpu_hbm_vaddr(const struct vtpu_bo *bo)
+{
+	return bo->vdev->hbm + bo->node.start;
+}
+
 static void vtpu_hbm_bo_free(struct drm_gem_object *obj)
 {
 	struct vtpu_bo *bo = to_vtpu_bo(obj);
@@ -88,7 +94,7 @@ static struct sg_table *vtpu_hbm_bo_get_sg_table(struct drm_gem_object *obj)
 {
 	struct vtpu_bo *bo = to_vtpu_bo(obj);
 	unsigned int i, npages = obj->size >> PAGE_SHIFT;
-	void *vaddr = bo->vdev->hbm + bo->node.start;
+	void *vaddr = vtpu_hbm_vaddr(bo);
 	struct sg_table *sgt;
 	struct page **pages;
 	int ret;
@@ -119,7 +125,7 @@ static int vtpu_hbm_bo_vmap(struct drm_gem_object *obj, struct iosys_map *map)
 {
 	struct vtpu_bo *bo = to_vtpu_bo(obj);
 
-	iosys_map_set_vaddr(map, bo->vdev->hbm + bo->node.start);
+	iosys_map_set_vaddr(map, vtpu_hbm_vaddr(bo));
 	return 0;
 }
 
@@ -163,7 +169,7 @@ static struct vtpu_bo *vtpu_hbm_bo_create(struct vtpu_device *vdev, u64 size)
 	}
 
 	/* No data may leak from the range's previous owner. */
-	memset(vdev->hbm + bo->node.start, 0, size);
+	memset(vtpu_hbm_vaddr(bo), 0, size);
 
 	drm_gem_private_object_init(&vdev->drm, obj, size);
 	vtpu_bo_track(bo);
@@ -302,7 +308,7 @@ int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
 	map->pages = NULL;
 	map->npages = 0;
 	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
-		map->vaddr = bo->vdev->hbm + bo->node.start + offset;
+		map->vaddr = vtpu_hbm_vaddr(bo) + offset;
 		return 0;
 	}
 	if (nowait)
@@ -366,7 +372,7 @@ int vtpu_bo_read(struct vtpu_bo *bo, u64 offset, void *dst, size_t size,
 	size_t n;
 
 	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
-		memcpy(dst, bo->vdev->hbm + bo->node.start + offset, size);
+		memcpy(dst, vtpu_hbm_vaddr(bo) + offset, size);
 		return 0;
 	}
 	while (size) {

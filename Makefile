@@ -36,8 +36,11 @@ SAN := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer 
 
 # The executor and validator are plain C shared by vtpu.ko and userspace
 # (host backend, unit tests, benchmarks). No FMA contraction and no
-# -march: results must be bit-identical to the kernel's SSE2 build.
-EXEC_SRCS := $(wildcard driver/vtpu_prog.c driver/vtpu_exec.c)
+# -march: results must be bit-identical to the kernel's builds. The
+# executor is built three times, as in driver/Kbuild: SSE2, AVX2 + FMA
+# and AVX-512 + FMA, chosen at run time.
+EXEC_SRCS := $(wildcard driver/vtpu_prog.c driver/vtpu_exec.c \
+	driver/vtpu_exec_avx2.c driver/vtpu_exec_avx512.c)
 EXEC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -ffp-contract=off \
 	-fno-math-errno -Iuapi -Idriver -Iruntime/compat
 EXEC_OBJS := $(patsubst driver/%.c,$(BUILD)/obj/%.o,$(EXEC_SRCS))
@@ -92,7 +95,7 @@ BENCH := $(BUILD)/bin/vtpu-bench
 BENCH_SRCS := $(wildcard tools/bench/*.c)
 
 .PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
-	bench fuzz fuzz-onnx install e2e conformance conformance-check demo
+	bench bench-models fuzz fuzz-onnx install e2e conformance conformance-check demo
 
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
 RUN_TOOL := $(BUILD)/bin/vtpu-run
@@ -207,13 +210,24 @@ $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		-o $@ $(BENCH_SRCS) $(LIBVTPU) $(RT_LIBS) -lopenblas
 
 # Benchmarks print one figure a line; the device suites run in the VM.
+# OpenBLAS 0.3.21 takes CPUs newer than it for a Prescott and runs its
+# SSE3 kernels (this machine's Sapphire Rapids, say): the baseline gets
+# the best kernels the CPU's features allow, unless the caller names one.
+OPENBLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo && echo SkylakeX || \
+	{ grep -qw avx2 /proc/cpuinfo && echo Haswell; })
 bench: module $(BENCH)
 	@$(BENCH) compile
-	@OPENBLAS_NUM_THREADS=1 $(BENCH) exec
+	@OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(OPENBLAS_CORE)} \
+		$(BENCH) exec
+	@tools/bench/models.sh $(BUILD)
 	@VTPU_BACKEND=host $(BENCH) runtime
 	@tools/vm/run.sh --build $(BUILD) --module $(CURDIR)/$(MODULE) \
 		--params "$(VM_PARAMS)" --timeout 900 -- sh -c \
 		'$(BENCH) submit && VTPU_BACKEND=accel $(BENCH) runtime'
+
+# The model benchmark alone: make bench-models [MODELS="resnet18 mlp"]
+bench-models: $(RUN_TOOL)
+	@tools/bench/models.sh $(BUILD) $(MODELS)
 
 # The config file records what tools/deps.sh resolved; make remakes it
 # (installing what is missing) when it is absent or the script changed.
@@ -262,13 +276,21 @@ $(EXAMPLE): $(BUILD)/examples/readme_mlp.c $(BUILD)/include/vtpu/vtpu.h $(LIBVTP
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(BUILD)/include -o $@ $< \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lvtpu
 
+EXEC_ISA_avx2 := -mavx2 -mfma
+EXEC_ISA_avx512 := -mavx512f -mfma
+exec_isa = $(EXEC_ISA_$(patsubst vtpu_exec_%,%,$(basename $(notdir $1))))
+
+# The ISA builds include vtpu_exec.c.
+$(foreach d,obj obj-san,$(foreach i,avx2 avx512, \
+	$(eval $(BUILD)/$d/vtpu_exec_$i.o: driver/vtpu_exec.c)))
+
 $(BUILD)/obj/%.o: driver/%.c $(EXEC_HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(EXEC_CFLAGS) -c -o $@ $<
+	$(CC) $(EXEC_CFLAGS) $(call exec_isa,$@) -c -o $@ $<
 
 $(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(EXEC_CFLAGS) $(SAN) -c -o $@ $<
+	$(CC) $(EXEC_CFLAGS) $(call exec_isa,$@) $(SAN) -c -o $@ $<
 
 $(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile
 	@mkdir -p $(@D)

@@ -80,27 +80,30 @@ static void vtpu_core_trace(void *arg, u32 id)
 static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 			  u64 deadline, u64 *insns)
 {
-	struct vtpu_exec exec;
+	struct vtpu_exec *exec = core->exec;
 	int done = 0;
 
 	/* No data may pass from one job to the next through VMEM. */
 	memset(core->vmem, 0, job->info.vmem_size);
 
-	vtpu_exec_init(&exec, &job->info, job->ebind, core->vmem);
-	exec.trace = vtpu_core_trace;
-	exec.trace_arg = job;
+	/* vtpu_exec.c's code may use vector registers, even here. */
+	kernel_fpu_begin();
+	vtpu_exec_init(exec, &job->info, job->ebind, core->vmem);
+	kernel_fpu_end();
+	exec->trace = vtpu_core_trace;
+	exec->trace_arg = job;
 
 	while (!done) {
 		u64 now = ktime_get_ns();
 		u64 t;
 
 		/* Instructions completed: one cut off by a timeout is not. */
-		*insns = exec.insns;
+		*insns = exec->insns;
 		if (atomic_read(&job->abort) || now > deadline)
 			return -ETIMEDOUT;
 
 		kernel_fpu_begin();
-		done = vtpu_exec_step(&exec, VTPU_SLICE_INSNS);
+		done = vtpu_exec_step(exec, VTPU_SLICE_INSNS);
 		kernel_fpu_end();
 		t = ktime_get_ns();
 
@@ -109,7 +112,7 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 			atomic64_set(&core->section_max_ns, t - now);
 		cond_resched();
 	}
-	*insns = exec.insns;
+	*insns = exec->insns;
 	return 0;
 }
 
@@ -246,6 +249,9 @@ static int vtpu_core_init(struct vtpu_device *vdev, struct vtpu_core *core,
 	INIT_WORK(&core->work, vtpu_core_work);
 	core->fence_context = dma_fence_context_alloc(1);
 
+	core->exec = drmm_kzalloc(&vdev->drm, sizeof(*core->exec), GFP_KERNEL);
+	if (!core->exec)
+		return -ENOMEM;
 	core->vmem = kvzalloc(vdev->vmem_size, GFP_KERNEL);
 	if (!core->vmem)
 		return -ENOMEM;

@@ -12,6 +12,7 @@
 #include <drm/gpu_scheduler.h>
 
 struct vtpu_device;
+struct vtpu_exec;
 struct vtpu_job;
 
 /**
@@ -21,6 +22,7 @@ struct vtpu_job;
  * @name: scheduler name, "vtpuD-coreC"
  * @sched: the core's scheduler; it hands the core one job at a time
  * @vmem: the core's vector memory, cleared before every job
+ * @exec: the executor's state for the job running (too big for a stack)
  * @fence_context: dma-fence context of the core's hardware fences
  * @seqno: last hardware fence sequence number
  * @lock: protects @queue and @seqno
@@ -39,6 +41,7 @@ struct vtpu_core {
 	char name[32];
 	struct drm_gpu_scheduler sched;
 	u8 *vmem;
+	struct vtpu_exec *exec;
 	u64 fence_context;
 	u64 seqno;
 	spinlock_t lock; /* Protects queue and seqno */

@@ -13,6 +13,7 @@
 
 #include "vtpu_core.h"
 #include "vtpu_device.h"
+#include "vtpu_exec.h"
 
 static void vtpu_device_hbm_fini(struct drm_device *drm, void *unused)
 {
@@ -221,6 +222,14 @@ static ssize_t vmem_size_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(vmem_size);
 
+/* Which build of the executor the cores run (all give the same bits). */
+static ssize_t exec_isa_show(struct device *dev,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", vtpu_exec_isa_name(vtpu_exec_isa_best()));
+}
+static DEVICE_ATTR_RO(exec_isa);
+
 static struct attribute *vtpu_device_attrs[] = {
 	&dev_attr_hbm_total.attr,
 	&dev_attr_hbm_used.attr,
@@ -229,6 +238,7 @@ static struct attribute *vtpu_device_attrs[] = {
 	&dev_attr_host_bytes.attr,
 	&dev_attr_cores.attr,
 	&dev_attr_vmem_size.attr,
+	&dev_attr_exec_isa.attr,
 	NULL
 };
 

@@ -27,6 +27,7 @@
 #include "vtpu_core.h"
 #include "vtpu_device.h"
 #include "vtpu_drv.h"
+#include "vtpu_exec.h"
 #include "vtpu_gem.h"
 #include "vtpu_job.h"
 #include "vtpu_program.h"
@@ -146,8 +147,9 @@ static struct vtpu_device *vtpu_device_create(unsigned int index)
 
 	vtpu_gem_debugfs_init(vdev);
 	vtpu_cores_debugfs_init(vdev);
-	drm_info(&vdev->drm, "%u cores, %llu MiB HBM, %llu KiB VMEM per core\n",
-		 vdev->num_cores, vdev->hbm_size >> 20, vdev->vmem_size >> 10);
+	drm_info(&vdev->drm, "%u cores, %llu MiB HBM, %llu KiB VMEM per core, %s executor\n",
+		 vdev->num_cores, vdev->hbm_size >> 20, vdev->vmem_size >> 10,
+		 vtpu_exec_isa_name(vtpu_exec_isa_best()));
 	return vdev;
 
 err_release_group:

@@ -5,13 +5,15 @@
  * The emulated TPU core: an interpreter for validated programs, and the
  * executable specification of the ISA in uapi/drm/vtpu_isa.h.
  *
- * vtpu.ko builds this file, and only this one, with kernel FPU support
- * (SSE2, no FMA) and runs it between kernel_fpu_begin() and
- * kernel_fpu_end(); userspace builds the same file with
- * -ffp-contract=off. Every float operation is an IEEE operation in an
- * order fixed by this code, and the transcendentals are our own, so a
- * program gives bit-identical results in the kernel and in userspace.
- * Nothing with a float in its signature is visible outside this file.
+ * vtpu.ko builds this file, three times (SSE2, AVX2 + FMA, AVX-512 + FMA:
+ * see VTPU_EXEC_ISA below), with kernel FPU support and runs it between
+ * kernel_fpu_begin() and kernel_fpu_end(); userspace builds it the same
+ * three times with -ffp-contract=off. Every float operation is an IEEE
+ * operation (or an explicit fused multiply-add) in an order fixed by
+ * this code, and the transcendentals are our own, so a program gives
+ * bit-identical results in the kernel and in userspace, whichever build
+ * the CPU runs. Nothing with a float in its signature is visible outside
+ * this file.
  *
  * The validator (vtpu_prog.c) has checked every operand: tiles lie inside
  * VMEM, DMA extents inside their bindings, shapes agree, a destination is
@@ -19,8 +21,9 @@
  * here. VMEM must be 4-byte aligned (the kernel's is vmalloc'ed).
  *
  * What the ISA leaves to the executor, decided here:
- * - MATMUL adds the products in k order into an f32 accumulator that
- *   starts at d (VTPU_F_ACC) or at +0: ((init + a0 b0) + a1 b1) + ...
+ * - MATMUL accumulates the products in k order with fused multiply-adds
+ *   (one rounding each) into an f32 that starts at d (VTPU_F_ACC) or at
+ *   +0: fma(a1, b1, fma(a0, b0, init)) ...; a NaN result is 0x7fc00000.
  *   REDUCE folds along its axis in index order, starting from d (ACC) or
  *   from the first element.
  * - MAX and MIN propagate NaN and order -0 below +0 (IEEE 754-2019
@@ -42,8 +45,53 @@
  */
 #include "vtpu_exec.h"
 
-/* Four f32 lanes, one SSE register; GCC vector extensions, no intrinsics. */
-#define VTPU_V4F float __attribute__((vector_size(16)))
+/*
+ * This file is built three times, each with its own instruction set:
+ * plain (SSE2), and included by vtpu_exec_avx2.c and vtpu_exec_avx512.c,
+ * which name their build in VTPU_EXEC_ISA. What is compiled differs in
+ * vector width only: -ffp-contract=off everywhere, so elementwise code
+ * the compiler vectorizes computes the same IEEE operations in any width,
+ * and MATMUL's FMAs are explicit. The plain build also holds what does
+ * not depend on the ISA: vtpu_exec_init() and the dispatch.
+ */
+#ifndef VTPU_EXEC_ISA
+#define VTPU_EXEC_ISA		sse2
+#define VTPU_EXEC_COMMON
+#endif
+
+#if defined(VTPU_EXEC_COMMON) && defined(__KERNEL__)
+#include <asm/cpufeature.h>
+#include <asm/fpu/api.h>
+#endif
+
+#define VTPU_EXEC_CAT2(a, b)	a##_##b
+#define VTPU_EXEC_CAT(a, b)	VTPU_EXEC_CAT2(a, b)
+
+/*
+ * MATMUL's vector: VTPU_VW f32 lanes in one register (GCC vector
+ * extensions, no intrinsics: the kernel has no <immintrin.h>). The
+ * weight of one lane's multiply-add, in work units (see VTPU_W_INSN),
+ * is VTPU_W_FMA_NUM / VTPU_W_FMA_DEN: the software FMA of the SSE2
+ * build costs about ten hardware ones.
+ */
+#if defined(__AVX512F__) && defined(__FMA__)
+#define VTPU_VW			16
+#define VTPU_HAVE_FMA		1
+#define VTPU_W_FMA_NUM		1
+#define VTPU_W_FMA_DEN		4
+#elif defined(__AVX2__) && defined(__FMA__)
+#define VTPU_VW			8
+#define VTPU_HAVE_FMA		1
+#define VTPU_W_FMA_NUM		1
+#define VTPU_W_FMA_DEN		2
+#else
+#define VTPU_VW			4
+#define VTPU_HAVE_FMA		0
+#define VTPU_W_FMA_NUM		12
+#define VTPU_W_FMA_DEN		1
+#endif
+#define VTPU_VF float __attribute__((vector_size(VTPU_VW * 4)))
+#define VTPU_VI int __attribute__((vector_size(VTPU_VW * 4)))
 
 #define VTPU_F32_INF	0x7f800000u
 #define VTPU_F32_QNAN	0x7fc00000u
@@ -1090,23 +1138,44 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 /*
  * MATMUL: d (+)= op(a) . op(b).
  *
- * A register block of VTPU_MR x VTPU_NR elements of d lives in twelve SSE
+ * Each d[i][j] is a chain of fused multiply-adds in k order, starting
+ * from d (VTPU_F_ACC) or +0: fma(a[i][k-1], b[k-1][j], ... fma(a[i][0],
+ * b[0][j], init)). A lane of a vector register holds one d[i][j] for the
+ * whole chain, so the vector width decides how many chains run at once,
+ * never what any of them computes: the SSE2, AVX2 and AVX-512 builds of
+ * this file, and the kernel's, give the same bits. Where the CPU has no
+ * FMA (the SSE2 build), vtpu_fmaf() computes the fused result exactly in
+ * double precision. A NaN result is the quiet NaN 0x7fc00000: which NaN
+ * operand an FMA instruction passes on depends on the form the compiler
+ * picked, so MATMUL does not promise to keep a payload.
+ *
+ * A register block of VTPU_MR x VTPU_NR elements of d lives in vector
  * registers while k runs; each step broadcasts one element of a per row
- * and multiplies it with a row of b. b's rows come from a panel packed on
- * the stack (f32, VTPU_NR wide, zero-padded), which also takes care of
- * bf16 and transposed b; a is read in place through its strides, which
- * covers a transposed a. The panel holds VTPU_KC steps of k (1 KiB of
- * the 16 KiB kernel stack) and is reused for VTPU_MC rows of a, whose
- * VTPU_MC x VTPU_KC strip stays in L1/L2 while every panel of b passes.
+ * and multiplies it with a row of b. b's rows come from a panel of
+ * VTPU_KC steps of k packed into e->pack (f32, VTPU_NR wide,
+ * zero-padded), which also takes care of bf16 and transposed b; a is read
+ * in place through its strides, which covers a transposed a. The loop
+ * order is k block, column panel, row block: a panel is packed once and
+ * then serves every row of d, one piece (VTPU_MC rows) at a time, so a
+ * resumed instruction finds its panel still packed in e->pack.
  *
  * Blocking changes only where partial sums are kept (registers, or d
- * between k blocks), never their order: every d[i][j] is the same
- * sequential sum on every path and on every build.
+ * between k blocks, exactly), never their order.
  */
+#if VTPU_VW == 16
+#define VTPU_MR		12
+#else
 #define VTPU_MR		6
-#define VTPU_NR		8
+#endif
+#define VTPU_NV		2			/* vectors per row of a block */
+#define VTPU_NR		(VTPU_NV * VTPU_VW)
+#if VTPU_HAVE_FMA
+#define VTPU_KC		VTPU_EXEC_KC
+#define VTPU_MC		(4 * VTPU_MR)
+#else
 #define VTPU_KC		32
-#define VTPU_MC		144
+#define VTPU_MC		(2 * VTPU_MR)
+#endif
 
 /* An operand: element (i, k) of op(a), or (k, j) of op(b), in bytes. */
 struct vtpu_mm_src {
@@ -1137,85 +1206,107 @@ static __always_inline float vtpu_mm_load(const u8 *p, bool bf16)
 	return f;
 }
 
-static __always_inline void vtpu_mm_fma(VTPU_V4F *c0, VTPU_V4F *c1, float s,
-					VTPU_V4F b0, VTPU_V4F b1)
+#if !VTPU_HAVE_FMA
+/*
+ * fma(a, b, c) rounded once to f32, without an FMA instruction. a * b is
+ * exact in double (24 + 24 bits); the sum is rounded to odd (the double
+ * nearest, moved one ulp towards the exact sum when it is even and
+ * inexact), and rounding a round-to-odd result with 29 bits to spare to
+ * f32 gives the correctly rounded f32 of the exact sum (Boldo and
+ * Melquiond, "Emulation of FMA and correctly rounded sums", 2008).
+ */
+static inline float vtpu_fmaf(float a, float b, float c)
 {
-	VTPU_V4F t = { s, s, s, s };
+	double p = (double)a * b, s = p + c, z = s - p;
+	double err = (p - (s - z)) + (c - z);	/* s + err is exact (TwoSum) */
+	u64 bits = vtpu_dbits(s);
 
-	*c0 += t * b0;
-	*c1 += t * b1;
+	if (err != 0 && (bits & 0x7ff0000000000000ull) != 0x7ff0000000000000ull &&
+	    !(bits & 1))
+		bits += (err > 0) == (s > 0) ? 1 : -1;
+	return (float)vtpu_bitsd(bits);
+}
+#endif
+
+static __always_inline VTPU_VF vtpu_vfma(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+#if VTPU_VW == 16
+	return __builtin_ia32_vfmaddps512_mask(a, b, c, (u16)-1, 4);
+#elif VTPU_VW == 8
+	return __builtin_ia32_vfmaddps256(a, b, c);
+#else
+	VTPU_VF r;
+	int l;
+
+	for (l = 0; l < VTPU_VW; l++)
+		r[l] = vtpu_fmaf(a[l], b[l], c[l]);
+	return r;
+#endif
 }
 
-static __always_inline void vtpu_mm_get(VTPU_V4F *c0, VTPU_V4F *c1,
-					const float *c)
+static __always_inline VTPU_VF vtpu_splat(float x)
 {
-	memcpy(c0, c, sizeof(*c0));
-	memcpy(c1, c + 4, sizeof(*c1));
+	VTPU_VF v;
+	int l;
+
+	for (l = 0; l < VTPU_VW; l++)
+		v[l] = x;
+	return v;
 }
 
-static __always_inline void vtpu_mm_put(float *c, VTPU_V4F c0, VTPU_V4F c1)
+static __always_inline VTPU_VF vtpu_vload(const float *p)
 {
-	memcpy(c, &c0, sizeof(c0));
-	memcpy(c + 4, &c1, sizeof(c1));
+	VTPU_VF v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Stores @v, any NaN as the quiet NaN (see above). */
+static __always_inline void vtpu_mm_store(float *p, VTPU_VF v)
+{
+	VTPU_VI num = v == v;
+
+	v = (VTPU_VF)(((VTPU_VI)v & num) | ((int)VTPU_F32_QNAN & ~num));
+	memcpy(p, &v, sizeof(v));
 }
 
 /*
- * c[0..rows)[0..8) (+)= a[0..rows)[0..kc) . p[0..kc)[0..8); @rows and @bf16
- * are constants in every caller, so each instance is straight-line code.
+ * c[0..rows)[0..VTPU_NR) (+)= a[0..rows)[0..kc) . p[0..kc)[0..VTPU_NR);
+ * @rows and @bf16 are constants in every caller, so each instance is
+ * straight-line code with its block in registers.
  */
 static __always_inline void vtpu_mm_block(const u32 rows, const bool bf16,
 					  u32 kc, const u8 *a, size_t ars,
 					  size_t acs, const float *p, float *c,
 					  size_t cs, bool load)
 {
-	VTPU_V4F c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {};
-	VTPU_V4F c30 = {}, c31 = {}, c40 = {}, c41 = {}, c50 = {}, c51 = {};
-	VTPU_V4F b0, b1;
-	u32 k;
+	VTPU_VF acc[VTPU_MR][VTPU_NV], b[VTPU_NV], s;
+	u32 r, v, k;
 
-	if (load) {
-		vtpu_mm_get(&c00, &c01, c);
-		if (rows > 1)
-			vtpu_mm_get(&c10, &c11, c + cs);
-		if (rows > 2)
-			vtpu_mm_get(&c20, &c21, c + 2 * cs);
-		if (rows > 3)
-			vtpu_mm_get(&c30, &c31, c + 3 * cs);
-		if (rows > 4)
-			vtpu_mm_get(&c40, &c41, c + 4 * cs);
-		if (rows > 5)
-			vtpu_mm_get(&c50, &c51, c + 5 * cs);
-	}
+#pragma GCC unroll 16
+	for (r = 0; r < rows; r++)
+#pragma GCC unroll 4
+		for (v = 0; v < VTPU_NV; v++)
+			acc[r][v] = load ? vtpu_vload(c + r * cs + v * VTPU_VW) :
+				    (VTPU_VF){};
 	for (k = 0; k < kc; k++, a += acs, p += VTPU_NR) {
-		vtpu_mm_get(&b0, &b1, p);
-		vtpu_mm_fma(&c00, &c01, vtpu_mm_load(a, bf16), b0, b1);
-		if (rows > 1)
-			vtpu_mm_fma(&c10, &c11, vtpu_mm_load(a + ars, bf16),
-				    b0, b1);
-		if (rows > 2)
-			vtpu_mm_fma(&c20, &c21, vtpu_mm_load(a + 2 * ars, bf16),
-				    b0, b1);
-		if (rows > 3)
-			vtpu_mm_fma(&c30, &c31, vtpu_mm_load(a + 3 * ars, bf16),
-				    b0, b1);
-		if (rows > 4)
-			vtpu_mm_fma(&c40, &c41, vtpu_mm_load(a + 4 * ars, bf16),
-				    b0, b1);
-		if (rows > 5)
-			vtpu_mm_fma(&c50, &c51, vtpu_mm_load(a + 5 * ars, bf16),
-				    b0, b1);
+#pragma GCC unroll 4
+		for (v = 0; v < VTPU_NV; v++)
+			b[v] = vtpu_vload(p + v * VTPU_VW);
+#pragma GCC unroll 16
+		for (r = 0; r < rows; r++) {
+			s = vtpu_splat(vtpu_mm_load(a + r * ars, bf16));
+#pragma GCC unroll 4
+			for (v = 0; v < VTPU_NV; v++)
+				acc[r][v] = vtpu_vfma(s, b[v], acc[r][v]);
+		}
 	}
-	vtpu_mm_put(c, c00, c01);
-	if (rows > 1)
-		vtpu_mm_put(c + cs, c10, c11);
-	if (rows > 2)
-		vtpu_mm_put(c + 2 * cs, c20, c21);
-	if (rows > 3)
-		vtpu_mm_put(c + 3 * cs, c30, c31);
-	if (rows > 4)
-		vtpu_mm_put(c + 4 * cs, c40, c41);
-	if (rows > 5)
-		vtpu_mm_put(c + 5 * cs, c50, c51);
+#pragma GCC unroll 16
+	for (r = 0; r < rows; r++)
+#pragma GCC unroll 4
+		for (v = 0; v < VTPU_NV; v++)
+			vtpu_mm_store(c + r * cs + v * VTPU_VW, acc[r][v]);
 }
 
 static __always_inline void vtpu_mm_block_rows(const u32 rows,
@@ -1253,6 +1344,26 @@ static void vtpu_mm_kernel(const struct vtpu_mm *mm, u32 rows, u32 kc,
 	case 5:
 		vtpu_mm_block_rows(5, mm, kc, a, p, c, cs, load);
 		break;
+#if VTPU_MR > 6
+	case 6:
+		vtpu_mm_block_rows(6, mm, kc, a, p, c, cs, load);
+		break;
+	case 7:
+		vtpu_mm_block_rows(7, mm, kc, a, p, c, cs, load);
+		break;
+	case 8:
+		vtpu_mm_block_rows(8, mm, kc, a, p, c, cs, load);
+		break;
+	case 9:
+		vtpu_mm_block_rows(9, mm, kc, a, p, c, cs, load);
+		break;
+	case 10:
+		vtpu_mm_block_rows(10, mm, kc, a, p, c, cs, load);
+		break;
+	case 11:
+		vtpu_mm_block_rows(11, mm, kc, a, p, c, cs, load);
+		break;
+#endif
 	default:
 		vtpu_mm_block_rows(VTPU_MR, mm, kc, a, p, c, cs, load);
 		break;
@@ -1260,16 +1371,17 @@ static void vtpu_mm_kernel(const struct vtpu_mm *mm, u32 rows, u32 kc,
 }
 
 /* A block narrower than VTPU_NR goes through a full-width copy of it. */
-static void vtpu_mm_kernel_edge(const struct vtpu_mm *mm, u32 rows, u32 nr,
-				u32 kc, const u8 *a, const float *p, float *d,
-				bool load)
+static void vtpu_mm_kernel_edge(struct vtpu_exec *e, const struct vtpu_mm *mm,
+				u32 rows, u32 nr, u32 kc, const u8 *a,
+				const float *p, float *d, bool load)
 {
-	float c[VTPU_MR * VTPU_NR] = {};
+	float *c = (float *)e->edge;
 	u32 r;
 
+	BUILD_BUG_ON(VTPU_MR * VTPU_NR * sizeof(*c) > sizeof(e->edge));
 	for (r = 0; load && r < rows; r++)
 		memcpy(c + r * VTPU_NR, d + r * mm->ds, nr * sizeof(*c));
-	vtpu_mm_kernel(mm, rows, kc, a, p, c, VTPU_NR, true);
+	vtpu_mm_kernel(mm, rows, kc, a, p, c, VTPU_NR, load);
 	for (r = 0; r < rows; r++)
 		memcpy(d + r * mm->ds, c + r * VTPU_NR, nr * sizeof(*c));
 }
@@ -1297,32 +1409,33 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
 }
 
 /*
- * A piece of MATMUL is a panel: VTPU_MC rows x VTPU_NR columns of d
- * through one block of VTPU_KC steps of k, packing its part of b first.
- * e->cur holds the next panel's first k, row and column, in the loop
- * order kb, ib, jb; each d[i][j] still adds its products in k order.
- * Besides the multiply-adds (twice the cost with a bf16 operand, widened
- * as it is loaded), a panel costs its packing, its passage through d,
- * and, first in its row of panels, bringing its strip of a into cache:
- * these dominate when n or k is small.
+ * A piece of MATMUL is VTPU_MC rows of d through one panel of b: VTPU_KC
+ * steps of k by VTPU_NR columns, packed by the panel's first piece. e->cur
+ * holds the next piece's first k, column and row, in the loop order kb,
+ * jb, ib. Besides the multiply-adds (see VTPU_W_FMA_NUM; twice that with a
+ * bf16 operand, widened as it is loaded), a piece costs its passage
+ * through d and its part of a, and the first one of a panel packs it.
  */
 #define VTPU_W_PACK	8	/* per element of b packed */
 #define VTPU_W_D	8	/* per element of d loaded and stored */
-#define VTPU_W_A	16	/* per element of a, once per row of panels */
-#define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * (VTPU_NR * 2 + VTPU_W_A) + \
+#define VTPU_W_A	4	/* per element of a */
+#define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * (VTPU_NR * 2 * VTPU_W_FMA_NUM / \
+						      VTPU_W_FMA_DEN + VTPU_W_A) + \
 				 VTPU_NR * (VTPU_KC * VTPU_W_PACK + \
 					    VTPU_MC * VTPU_W_D) + VTPU_W_PIECE)
 
-static void vtpu_mm_panel(const struct vtpu_mm *mm, u32 kb, u32 kc, u32 ib,
-			  u32 mc, u32 jb, u32 nr)
+static void vtpu_mm_piece(struct vtpu_exec *e, const struct vtpu_mm *mm,
+			  u32 kb, u32 kc, u32 jb, u32 nr, u32 ib, u32 mc)
 {
-	float p[VTPU_KC * VTPU_NR];
+	float *p = (float *)e->pack;
 	bool load = mm->acc || kb;
 	u32 i, rows;
 	const u8 *a;
 	float *d;
 
-	vtpu_mm_pack(mm, p, kb, kc, jb, nr);
+	BUILD_BUG_ON(VTPU_KC * VTPU_NR * sizeof(*p) > sizeof(e->pack));
+	if (!ib)
+		vtpu_mm_pack(mm, p, kb, kc, jb, nr);
 	for (i = ib; i < ib + mc; i += VTPU_MR) {
 		rows = min_t(u32, VTPU_MR, ib + mc - i);
 		a = mm->a.base + i * mm->a.rs + kb * mm->a.cs;
@@ -1330,7 +1443,7 @@ static void vtpu_mm_panel(const struct vtpu_mm *mm, u32 kb, u32 kc, u32 ib,
 		if (nr == VTPU_NR)
 			vtpu_mm_kernel(mm, rows, kc, a, p, d, mm->ds, load);
 		else
-			vtpu_mm_kernel_edge(mm, rows, nr, kc, a, p, d, load);
+			vtpu_mm_kernel_edge(e, mm, rows, nr, kc, a, p, d, load);
 	}
 }
 
@@ -1360,25 +1473,26 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 		.k = trans_a ? ta->rows : ta->cols,
 		.acc = in->flags & VTPU_F_ACC,
 	};
-	u32 w = 1 + (mm.a.bf16 || mm.b.bf16);
+	u32 w = VTPU_NR * VTPU_W_FMA_NUM * (1 + (mm.a.bf16 || mm.b.bf16)) /
+		VTPU_W_FMA_DEN;
 	struct vtpu_exec_cursor *c = &e->cur;
-	u32 kc, mc;
+	u32 kc, mc, nr;
 
 	BUILD_BUG_ON(VTPU_W_INSN + VTPU_MM_PIECE_MAX > VTPU_EXEC_PIECE_MAX);
 	while (c->k < mm.k) {
 		kc = min_t(u32, VTPU_KC, mm.k - c->k);
+		nr = min_t(u32, VTPU_NR, mm.n - c->j);
 		mc = min_t(u32, VTPU_MC, mm.m - c->i);
-		vtpu_mm_panel(&mm, c->k, kc, c->i, mc, c->j,
-			      min_t(u32, VTPU_NR, mm.n - c->j));
-		e->work += (u64)mc * kc * (VTPU_NR * w + (c->j ? 0 : VTPU_W_A)) +
-			   VTPU_NR * (kc * VTPU_W_PACK + mc * VTPU_W_D) +
-			   VTPU_W_PIECE;
-		c->j += VTPU_NR;
-		if (c->j >= mm.n) {
-			c->j = 0;
-			c->i += VTPU_MC;
-			if (c->i >= mm.m) {
-				c->i = 0;
+		vtpu_mm_piece(e, &mm, c->k, kc, c->j, nr, c->i, mc);
+		e->work += (u64)mc * kc * (w + VTPU_W_A) +
+			   VTPU_NR * ((c->i ? 0 : kc * VTPU_W_PACK) +
+				      mc * VTPU_W_D) + VTPU_W_PIECE;
+		c->i += VTPU_MC;
+		if (c->i >= mm.m) {
+			c->i = 0;
+			c->j += VTPU_NR;
+			if (c->j >= mm.n) {
+				c->j = 0;
 				c->k += VTPU_KC;
 			}
 		}
@@ -1425,49 +1539,8 @@ static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 	return true;	/* VTPU_OP_END */
 }
 
-/**
- * vtpu_exec_init() - prepare to run a validated program from its start
- * @e: the execution state to initialise
- * @prog: the program, as vtpu_prog_validate() described it
- * @bindings: its buffers, as many as @prog->binding_count, the same sizes
- *	the validator was given
- * @vmem: the core's VMEM, 4-byte aligned, at least @prog->vmem_size bytes
- *
- * Clears the trace callback; set @e->trace afterwards to receive TRACEs.
- * Sets @e->budget to VTPU_EXEC_BUDGET.
- */
-void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
-		    const struct vtpu_exec_binding *bindings, void *vmem)
-{
-	e->prog = prog;
-	e->bindings = bindings;
-	e->vmem = vmem;
-	e->pc = 0;
-	e->insns = 0;
-	e->budget = VTPU_EXEC_BUDGET;
-	e->work = 0;
-	memset(&e->cur, 0, sizeof(e->cur));
-	e->trace = NULL;
-	e->trace_arg = NULL;
-}
-
-/**
- * vtpu_exec_step() - run a slice of a program
- * @e: state from vtpu_exec_init()
- * @max_insns: the most instructions to start or resume in this call
- *
- * In the kernel this runs inside kernel_fpu_begin()/kernel_fpu_end(): it
- * never sleeps nor allocates. It returns once the work done in this call,
- * left in @e->work, reaches @e->budget, if need be in the middle of an
- * instruction; the next call resumes that instruction where it stopped,
- * and that counts as one of its @max_insns. Any call with @max_insns > 0
- * makes progress, and does at most @e->budget + VTPU_EXEC_PIECE_MAX of
- * work. @e->insns counts an instruction once, when it completes. Once END
- * has executed, further calls do nothing and return 1.
- *
- * Return: 1 once END has executed, 0 while work remains.
- */
-int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
+/* vtpu_exec_step() of this build, which the dispatch below calls. */
+int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e, u32 max_insns)
 {
 	const struct vtpu_insn *in;
 
@@ -1488,3 +1561,122 @@ int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
 	}
 	return e->pc >= e->prog->insn_count;
 }
+
+#ifdef VTPU_EXEC_COMMON
+#ifdef __KERNEL__
+static bool vtpu_exec_cpu_has(enum vtpu_exec_isa isa)
+{
+	u64 ymm = XFEATURE_MASK_SSE | XFEATURE_MASK_YMM;
+
+	switch (isa) {
+	case VTPU_EXEC_AVX512:
+		return boot_cpu_has(X86_FEATURE_AVX512F) &&
+		       boot_cpu_has(X86_FEATURE_FMA) &&
+		       cpu_has_xfeatures(ymm | XFEATURE_MASK_AVX512, NULL);
+	case VTPU_EXEC_AVX2:
+		return boot_cpu_has(X86_FEATURE_AVX2) &&
+		       boot_cpu_has(X86_FEATURE_FMA) &&
+		       cpu_has_xfeatures(ymm, NULL);
+	default:
+		return true;
+	}
+}
+#else
+/* libgcc's answer includes the OS's consent (XCR0) to the wider state. */
+static bool vtpu_exec_cpu_has(enum vtpu_exec_isa isa)
+{
+	__builtin_cpu_init();
+	switch (isa) {
+	case VTPU_EXEC_AVX512:
+		return __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("fma");
+	case VTPU_EXEC_AVX2:
+		return __builtin_cpu_supports("avx2") &&
+		       __builtin_cpu_supports("fma");
+	default:
+		return true;
+	}
+}
+#endif
+
+bool vtpu_exec_isa_supported(enum vtpu_exec_isa isa)
+{
+	return isa < VTPU_EXEC_ISA_NR && vtpu_exec_cpu_has(isa);
+}
+
+const char *vtpu_exec_isa_name(enum vtpu_exec_isa isa)
+{
+	static const char *const names[VTPU_EXEC_ISA_NR] = {
+		[VTPU_EXEC_SSE2] = "sse2",
+		[VTPU_EXEC_AVX2] = "avx2",
+		[VTPU_EXEC_AVX512] = "avx512",
+	};
+
+	return isa < VTPU_EXEC_ISA_NR ? names[isa] : "?";
+}
+
+enum vtpu_exec_isa vtpu_exec_isa_best(void)
+{
+	enum vtpu_exec_isa isa = VTPU_EXEC_ISA_NR - 1;
+
+	while (isa > VTPU_EXEC_SSE2 && !vtpu_exec_cpu_has(isa))
+		isa--;
+	return isa;
+}
+
+/**
+ * vtpu_exec_init() - prepare to run a validated program from its start
+ * @e: the execution state to initialise
+ * @prog: the program, as vtpu_prog_validate() described it
+ * @bindings: its buffers, as many as @prog->binding_count, the same sizes
+ *	the validator was given
+ * @vmem: the core's VMEM, 4-byte aligned, at least @prog->vmem_size bytes
+ *
+ * Clears the trace callback; set @e->trace afterwards to receive TRACEs.
+ * Sets @e->budget to VTPU_EXEC_BUDGET and @e->isa to the fastest build
+ * this CPU runs.
+ */
+void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
+		    const struct vtpu_exec_binding *bindings, void *vmem)
+{
+	e->prog = prog;
+	e->bindings = bindings;
+	e->vmem = vmem;
+	e->pc = 0;
+	e->insns = 0;
+	e->budget = VTPU_EXEC_BUDGET;
+	e->work = 0;
+	memset(&e->cur, 0, sizeof(e->cur));
+	e->trace = NULL;
+	e->trace_arg = NULL;
+	e->isa = vtpu_exec_isa_best();
+}
+
+/**
+ * vtpu_exec_step() - run a slice of a program
+ * @e: state from vtpu_exec_init()
+ * @max_insns: the most instructions to start or resume in this call
+ *
+ * In the kernel this runs inside kernel_fpu_begin()/kernel_fpu_end(): it
+ * never sleeps nor allocates. It returns once the work done in this call,
+ * left in @e->work, reaches @e->budget, if need be in the middle of an
+ * instruction; the next call resumes that instruction where it stopped,
+ * and that counts as one of its @max_insns. Any call with @max_insns > 0
+ * makes progress, and does at most @e->budget + VTPU_EXEC_PIECE_MAX of
+ * work. @e->insns counts an instruction once, when it completes. Once END
+ * has executed, further calls do nothing and return 1.
+ *
+ * Return: 1 once END has executed, 0 while work remains.
+ */
+int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
+{
+	switch (e->isa) {
+	case VTPU_EXEC_AVX512:
+		return vtpu_exec_step_avx512(e, max_insns);
+	case VTPU_EXEC_AVX2:
+		return vtpu_exec_step_avx2(e, max_insns);
+	default:
+		return vtpu_exec_step_sse2(e, max_insns);
+	}
+}
+#endif /* VTPU_EXEC_COMMON */

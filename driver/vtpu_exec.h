@@ -50,6 +50,28 @@ struct vtpu_exec_cursor {
 };
 
 /**
+ * enum vtpu_exec_isa - the builds of the executor, by vector instructions
+ * @VTPU_EXEC_SSE2: SSE2 only; MATMUL's fused multiply-adds in software
+ * @VTPU_EXEC_AVX2: AVX2 and FMA
+ * @VTPU_EXEC_AVX512: AVX-512F and FMA
+ * @VTPU_EXEC_ISA_NR: how many there are
+ *
+ * All of them give the same bits for every program (see vtpu_exec.c);
+ * they differ only in speed.
+ */
+enum vtpu_exec_isa {
+	VTPU_EXEC_SSE2,
+	VTPU_EXEC_AVX2,
+	VTPU_EXEC_AVX512,
+	VTPU_EXEC_ISA_NR,
+};
+
+/* MATMUL packs up to VTPU_EXEC_KC rows of 32 f32 of b at a time. */
+#define VTPU_EXEC_KC		128
+#define VTPU_EXEC_PACK_BYTES	(VTPU_EXEC_KC * 32 * 4)
+#define VTPU_EXEC_EDGE_BYTES	(12 * 32 * 4)
+
+/**
  * struct vtpu_exec - one program's execution on one core
  * @prog: the validated program
  * @bindings: its buffers, in binding order
@@ -63,6 +85,12 @@ struct vtpu_exec_cursor {
  * @trace: called for each TRACE with its id (may be NULL); runs inside
  *	the FPU section in the kernel, so it must not sleep
  * @trace_arg: passed to @trace
+ * @isa: the build that runs it; vtpu_exec_init() sets the best one the
+ *	CPU has, and tests may choose any vtpu_exec_isa_supported() one
+ * @pack: MATMUL's packed panel of b, kept between resumed pieces
+ * @edge: MATMUL's copy of a block narrower than its registers
+ *
+ * It is too big for a kernel stack (@pack): the kernel keeps one per core.
  */
 struct vtpu_exec {
 	const struct vtpu_prog_info *prog;
@@ -75,7 +103,17 @@ struct vtpu_exec {
 	struct vtpu_exec_cursor cur;
 	void (*trace)(void *arg, u32 id);
 	void *trace_arg;
+	enum vtpu_exec_isa isa;
+	u32 pack[VTPU_EXEC_PACK_BYTES / 4];
+	u32 edge[VTPU_EXEC_EDGE_BYTES / 4];
 };
+
+/* Whether this CPU (and, in the kernel, its FPU state) runs @isa. */
+bool vtpu_exec_isa_supported(enum vtpu_exec_isa isa);
+/* The fastest build this CPU runs; vtpu_exec_init() chooses it. */
+enum vtpu_exec_isa vtpu_exec_isa_best(void);
+/* "sse2", "avx2" or "avx512". */
+const char *vtpu_exec_isa_name(enum vtpu_exec_isa isa);
 
 void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 		    const struct vtpu_exec_binding *bindings, void *vmem);
@@ -89,5 +127,10 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
  * between calls.
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns);
+
+/* vtpu_exec_step() of each build; it calls the one @e->isa names. */
+int vtpu_exec_step_sse2(struct vtpu_exec *e, u32 max_insns);
+int vtpu_exec_step_avx2(struct vtpu_exec *e, u32 max_insns);
+int vtpu_exec_step_avx512(struct vtpu_exec *e, u32 max_insns);
 
 #endif /* __VTPU_EXEC_H__ */

@@ -64,6 +64,9 @@ struct host_dev {
 	uint8_t *vmem;
 	uint64_t vmem_size;
 	int cores;
+	/* The executor's state (18 KiB, kept off the caller's stack). */
+	struct vtpu_exec exec;
+	enum vtpu_exec_isa isa;
 };
 
 static struct host_dev *host_dev(struct vtpu_device *d)
@@ -94,6 +97,33 @@ static void host_close(struct vtpu_client *c)
 	}
 }
 
+/*
+ * VTPU_EXEC_ISA=sse2|avx2|avx512 runs the executor's build of that name
+ * rather than the fastest one (they give the same bits: tests compare).
+ */
+static int host_isa(struct vtpu_client *c, enum vtpu_exec_isa *out)
+{
+	const char *env = getenv("VTPU_EXEC_ISA");
+	int isa;
+
+	*out = VTPU_EXEC_ISA_NR;
+	if (!env || !*env)
+		return 0;
+	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++) {
+		if (strcmp(env, vtpu_exec_isa_name(isa)))
+			continue;
+		if (!vtpu_exec_isa_supported(isa))
+			return rt_set_error(c, ENODEV,
+					    "VTPU_EXEC_ISA=%s: this CPU cannot run that build of the executor (unset it to use the fastest one)",
+					    env);
+		*out = isa;
+		return 0;
+	}
+	return rt_set_error(c, EINVAL,
+			    "VTPU_EXEC_ISA=%s: unknown; use sse2, avx2 or avx512",
+			    env);
+}
+
 static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
 {
 	int ndev = o->host_devices > 0 ? o->host_devices : 1;
@@ -101,8 +131,12 @@ static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
 	uint64_t hbm = o->host_hbm_size ? o->host_hbm_size : HOST_DEF_HBM;
 	uint64_t vmem = o->host_vmem_size ? o->host_vmem_size : HOST_DEF_VMEM;
 	long page = sysconf(_SC_PAGESIZE);
-	int i;
+	enum vtpu_exec_isa isa;
+	int i, ret;
 
+	ret = host_isa(c, &isa);
+	if (ret)
+		return ret;
 	if (ndev > RT_MAX_DEVICES)
 		return rt_set_error(c, EINVAL,
 				    "host backend: %d devices asked, at most %d",
@@ -135,6 +169,7 @@ static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
 		h->vmem_size = vmem;
 		h->cores = cores;
 		h->page = (uint64_t)page;
+		h->isa = isa;
 
 		d = rt_device_alloc(c, name);
 		if (!d) {
@@ -391,8 +426,8 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	struct drm_vtpu_profile *prof = NULL;
 	const struct rt_prog *prog = job->prog;
 	struct host_trace tr = { 0 };
-	struct vtpu_exec e;
-	uint64_t start, end;
+	struct vtpu_exec *e = &h->exec;
+	uint64_t start, end, insns;
 	int i;
 
 	if (job->nbind < 0 || job->nbind > DRM_VTPU_MAX_BINDINGS)
@@ -445,19 +480,22 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	start = rt_now_ns();
 	/* No data may pass from one job to the next through VMEM. */
 	memset(h->vmem, 0, prog->info.vmem_size);
-	vtpu_exec_init(&e, &prog->info, eb, h->vmem);
-	e.trace = host_trace;
-	e.trace_arg = &tr;
-	while (!vtpu_exec_step(&e, HOST_STEP))
+	vtpu_exec_init(e, &prog->info, eb, h->vmem);
+	if (h->isa < VTPU_EXEC_ISA_NR)
+		e->isa = h->isa;
+	e->trace = host_trace;
+	e->trace_arg = &tr;
+	while (!vtpu_exec_step(e, HOST_STEP))
 		;
 	end = rt_now_ns();
+	insns = e->insns;
 	pthread_mutex_unlock(&h->exec_lock);
 
 	job->device_ns = end - start;
 	if (prof) {
 		prof->start = start;
 		prof->end = end;
-		prof->insns = e.insns;
+		prof->insns = insns;
 		prof->core = 0;		/* one VMEM: everything runs as core 0 */
 		prof->status = 0;
 	}

@@ -5,7 +5,9 @@
  *
  * Each test builds a program with tests/common/vtpu_asm.h, validates it
  * and runs it on the userspace executor two instructions per step, with
- * a small work budget, so that long instructions stop and resume. The
+ * a small work budget, so that long instructions stop and resume, once
+ * per build of the executor the CPU has (SSE2, AVX2, AVX-512): every
+ * build must leave the same bytes in VMEM and in the bindings. The
  * references are written here, independently of the executor: double
  * precision and libm. Shapes and VMEM placement are random (seeded):
  * 1x1, 1xN, Nx1, non-square, strides beyond the columns, tiles at
@@ -15,8 +17,9 @@
  * Tolerances, per function:
  *   bit for bit: NEG ABS COPY RELU SQRT RECIP; ADD SUB MUL DIV MAX MIN;
  *     CMP; SELECT; FILL; IOTA; CONVERT; TRANSPOSE; DMA; REDUCE MAX MIN;
- *     MATMUL and REDUCE SUM against the sequential f32 sum the executor
- *     documents (init, then + a[0]b[0], + a[1]b[1], ...);
+ *     MATMUL against the chain of fused multiply-adds the executor
+ *     documents (fmaf(a[k-1], b[k-1], ... fmaf(a[0], b[0], init))), and
+ *     REDUCE SUM against the sequential f32 sum (init, + x[0], + x[1]...);
  *   MATMUL and REDUCE SUM against the exact (double) sum:
  *     (k + 1) * 2^-24 * (|init| + sum |terms|);
  *   EXP LOG TANH SIGMOID GELU RSQRT POW: at most 1 ulp from libm's double
@@ -253,15 +256,38 @@ static void fill_tile(struct rig *r, const struct vtpu_tile *t, double lo,
 			setf(r, t, i, j, rng_value(lo, hi));
 }
 
-/* Validates and runs the program (END appended), two insns a step. */
+/* Runs a validated program on @isa, two insns a step. */
+static void rig_exec(struct rig *r, const struct vtpu_prog_info *info,
+		     enum vtpu_exec_isa isa, bool trace)
+{
+	struct vtpu_exec e;
+
+	vtpu_exec_init(&e, info, r->bind, r->vmem);
+	e.isa = isa;
+	e.trace = trace ? r->trace : NULL;
+	e.trace_arg = r->trace_arg;
+	e.budget = RIG_BUDGET;
+	while (!vtpu_exec_step(&e, 2))
+		;
+	r->insns = e.insns;
+}
+
+/*
+ * Validates and runs the program (END appended) on every build of the
+ * executor this CPU has, each from the same VMEM and bindings; they must
+ * leave the same bytes (-EILSEQ and @r->why if not). The best build runs
+ * last, with the trace callback, and its results are the rig's.
+ */
 static int rig_run(struct rig *r)
 {
+	static char why[128];
 	struct vtpu_prog_info info;
 	struct vtpu_prog_error err;
-	struct vtpu_exec e;
+	uint8_t *ref = NULL, *bind0[MAX_BIND] = { NULL };
+	int isa, first = -1, ret = 0;
 	size_t size = 0;
+	uint32_t i;
 	void *prog;
-	int ret;
 
 	vtpu_asm_end(&r->as);
 	prog = vtpu_asm_finish(&r->as, &size);
@@ -275,18 +301,43 @@ static int rig_run(struct rig *r)
 		free(prog);
 		return ret;
 	}
-	vtpu_exec_init(&e, &info, r->bind, r->vmem);
-	e.trace = r->trace;
-	e.trace_arg = r->trace_arg;
-	e.budget = RIG_BUDGET;
-	while (!vtpu_exec_step(&e, 2))
-		;
-	r->insns = e.insns;
+	for (i = 0; i < r->nbind; i++) {
+		bind0[i] = malloc(r->bind[i].size);
+		memcpy(bind0[i], r->bind[i].data, r->bind[i].size);
+	}
+	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++) {
+		if (!vtpu_exec_isa_supported(isa))
+			continue;
+		if (first >= 0) {
+			/* The previous build's results become the reference. */
+			if (!ref) {
+				ref = malloc(VMEM_SIZE);
+				memcpy(ref, r->vmem, VMEM_SIZE);
+			}
+			memcpy(r->vmem, r->before, VMEM_SIZE);
+			for (i = 0; i < r->nbind; i++)
+				memcpy(r->bind[i].data, bind0[i],
+				       r->bind[i].size);
+		} else {
+			first = isa;
+		}
+		rig_exec(r, &info, isa, isa == VTPU_EXEC_ISA_NR - 1 ||
+			 !vtpu_exec_isa_supported(isa + 1));
+		if (ref && memcmp(ref, r->vmem, VMEM_SIZE)) {
+			snprintf(why, sizeof(why), "VMEM differs between the %s and %s builds",
+				 vtpu_exec_isa_name(first), vtpu_exec_isa_name(isa));
+			r->why = why;
+			ret = -EILSEQ;
+		}
+	}
+	free(ref);
+	for (i = 0; i < r->nbind; i++)
+		free(bind0[i]);
 	free(prog);
 	/* Ready for the next program on the same VMEM. */
 	vtpu_asm_free(&r->as);
 	vtpu_asm_init(&r->as, VMEM_SIZE, r->nbind);
-	return 0;
+	return ret;
 }
 
 /*
@@ -1196,14 +1247,13 @@ static int check_matmul(struct __test_metadata *_metadata, uint32_t m,
 					       getv(&r, &a, i, p);
 				float y = tb ? getv(&r, &b, j, p) :
 					       getv(&r, &b, p, j);
-				/* volatile: rounded to f32 even where FMA exists */
-				volatile float prod = x * y;
-
-				s = s + prod;
+				s = fmaf(x, y, s);
 				e += (double)x * y;
 				mag += fabs((double)x * y);
 			}
-			if (same_float(got, s, 1) && (!isfinite(e) ||
+			/* A NaN result is the quiet NaN, whatever its operands. */
+			if ((isnan(s) ? f32_bits(got) == 0x7fc00000 :
+			     same_float(got, s, 1)) && (!isfinite(e) ||
 			    fabs(got - e) <= (k + 1) * 0x1p-24 * mag))
 				continue;
 			if (!bad++)
@@ -1915,7 +1965,7 @@ TEST(step_returns_early_after_big_work)
 	struct vtpu_tile a, b, d;
 	struct vtpu_exec e;
 	size_t size = 0;
-	int steps = 0, done;
+	int steps, done, isa;
 	struct rig r;
 	void *prog;
 
@@ -1932,20 +1982,32 @@ TEST(step_returns_early_after_big_work)
 	ASSERT_NE(NULL, prog);
 	ASSERT_EQ(0, vtpu_prog_validate(prog, size, NULL, 0, VMEM_SIZE, &info,
 					NULL));
-	vtpu_exec_init(&e, &info, NULL, r.vmem);
-	EXPECT_EQ(VTPU_EXEC_BUDGET, e.budget);
-	do {
-		done = vtpu_exec_step(&e, 100);
-		steps++;
-		ASSERT_LE(e.work, VTPU_EXEC_BUDGET + VTPU_EXEC_PIECE_MAX);
-		if (!done)
-			ASSERT_GE(e.work, VTPU_EXEC_BUDGET);
-		ASSERT_EQ(e.pc, e.insns);
-	} while (!done && steps < 1000);
-	EXPECT_TRUE(done);
-	EXPECT_GE(steps, 16);
-	EXPECT_EQ(5, e.insns);
-	EXPECT_EQ(0, f32_bits(getf(&r, &d, 255, 255)));
+	/*
+	 * 2^25 bf16 multiply-adds: at least eight sections on the fastest
+	 * build (a quarter of a unit each, doubled for bf16), far more on
+	 * the software FMA of the SSE2 one.
+	 */
+	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++) {
+		if (!vtpu_exec_isa_supported(isa))
+			continue;
+		vtpu_exec_init(&e, &info, NULL, r.vmem);
+		e.isa = isa;
+		EXPECT_EQ(VTPU_EXEC_BUDGET, e.budget);
+		steps = 0;
+		do {
+			done = vtpu_exec_step(&e, 100);
+			steps++;
+			ASSERT_LE(e.work, VTPU_EXEC_BUDGET + VTPU_EXEC_PIECE_MAX);
+			if (!done)
+				ASSERT_GE(e.work, VTPU_EXEC_BUDGET);
+			ASSERT_EQ(e.pc, e.insns);
+		} while (!done && steps < 10000);
+		EXPECT_TRUE(done);
+		EXPECT_GE(steps, isa == VTPU_EXEC_SSE2 ? 64 : 8)
+			TH_LOG("%s build", vtpu_exec_isa_name(isa));
+		EXPECT_EQ(5, e.insns);
+		EXPECT_EQ(0, f32_bits(getf(&r, &d, 255, 255)));
+	}
 	free(prog);
 	rig_fini(&r);
 }

@@ -6,6 +6,8 @@
  *
  * A benchmark, not a test: it prints one figure a line,
  *	exec/matmul-<n>: <GFLOP/s> GFLOP/s
+ *	openblas/core: <the kernel set OpenBLAS runs>, exec/isa: <the
+ *	executor's build>, once, then per size
  *	openblas/sgemm-<n>: <GFLOP/s> GFLOP/s
  *	exec/matmul-<n>-vs-openblas: <ratio> x
  * each the median of several runs. The executor runs the program a
@@ -172,6 +174,8 @@ int bench_exec(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	openblas_set_num_threads(1);
+	printf("openblas/core: %s\n", openblas_get_corename());
+	printf("exec/isa: %s\n", vtpu_exec_isa_name(vtpu_exec_isa_best()));
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		ret |= bench(sizes[i].n, sizes[i].reps, &ex, &bl);
 		printf("exec/matmul-%u: %.2f GFLOP/s\n", sizes[i].n, ex);

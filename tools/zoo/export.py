@@ -55,6 +55,19 @@ class LSTMClassifier(nn.Module):
         return self.fc(y[:, -1])
 
 
+class Embedding(nn.Module):
+    """A lookup in a 2000 x 64 table, mean-pooled and classified: the
+    Gather that real text models start with."""
+
+    def __init__(self, vocab=2000, d=64, classes=10):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.fc = nn.Linear(d, classes)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids).mean(1))
+
+
 class BertLayer(nn.Module):
     """Post-norm self-attention and feed-forward, as in BERT."""
 
@@ -233,6 +246,8 @@ MODELS = {
             None),
     "bigru": (BiGRU, 13, lambda: [(torch.randn(1, 16, 32),)], ["x"], None),
     "resnet18_fpn": (FPN, 13, lambda: [(image(1, 64),)], ["x"], None),
+    "embedding": (Embedding, 13, lambda: [(torch.randint(0, 2000, (4, 64)),)],
+                  ["ids"], None),
 }
 
 

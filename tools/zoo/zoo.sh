@@ -15,8 +15,7 @@
 # their outputs must be the host run's, bit for bit:
 #   zoo/<model>/accel: ok (the host's outputs, bit for bit)
 #
-# The exports are cached in BUILD/zoo, keyed by export.py and the torch
-# and torchvision versions: a changed script exports again.
+# The exports come from tools/zoo/models.sh (cached in BUILD/zoo).
 # Usage: tools/zoo/zoo.sh BUILD MODULE "PARAMS" [MODEL...]
 set -uo pipefail
 build=$1 module=$2 params=$3
@@ -26,21 +25,9 @@ run=$build/bin/vtpu-run
 tol=1e-3
 repeat=${ZOO_REPEAT:-3}
 
-key=$( { cat "$top/tools/zoo/export.py"
-	 dpkg-query -W -f='${Version}\n' python3-torch python3-torchvision; } |
-	sha256sum | cut -c1-16)
-models=$build/zoo/export-$key
-if [ ! -f "$models/MANIFEST" ]; then
-	rm -rf "$build"/zoo/export-* && mkdir -p "$build/zoo"
-	start=$(date +%s)
-	if ! /usr/bin/python3 "$top/tools/zoo/export.py" "$models.tmp" \
-		> "$build/zoo/export.log" 2>&1; then
-		cat "$build/zoo/export.log"
-		echo "zoo: 0 passed, 1 failed, 0 skipped"
-		exit 1
-	fi
-	mv "$models.tmp" "$models"
-	echo "zoo: exported the models in $(($(date +%s) - start)) s"
+if ! models=$("$top/tools/zoo/models.sh" "$build"); then
+	echo "zoo: 0 passed, 1 failed, 0 skipped"
+	exit 1
 fi
 out=$build/zoo/out
 xfail=$top/tools/zoo/xfail

@@ -1328,6 +1328,94 @@ TEST(matmul_random_shapes)
 	ASSERT_EQ(0, bad);
 }
 
+/* An f32 that is hard for a fused multiply-add: any class, any scale. */
+static float hard_float(void)
+{
+	uint32_t sign = (uint32_t)rng() & 0x80000000u;
+
+	switch (rng_below(8)) {
+	case 0:		/* subnormal */
+		return bits_f32(sign | (uint32_t)rng_below(0x800000));
+	case 1:		/* near the top of the range */
+		return bits_f32(sign | (0x7e000000u + (uint32_t)rng_below(0x1000000)));
+	case 2:		/* tiny normal */
+		return bits_f32(sign | (0x00800000u + (uint32_t)rng_below(0x4000000)));
+	case 3:		/* a special */
+		return bits_f32(sign | (rng_below(2) ? 0x7f800000u : 0x7fc00000u));
+	case 4:		/* zero */
+		return bits_f32(sign);
+	default:	/* any finite normal near 1 */
+		return bits_f32(sign | (0x3c000000u + (uint32_t)rng_below(0x8000000)));
+	}
+}
+
+/*
+ * One k step with ACC is one fused multiply-add per element: the outer
+ * product d[i][j] = fma(a[i], b[j], d[i][j]) must be libm's fmaf(), bit
+ * for bit, on every build, the SSE2 one's software FMA included, for
+ * subnormals, overflow, cancellation (d = -a b rounded) and specials.
+ */
+TEST(matmul_single_step_is_fmaf)
+{
+	const uint32_t m = 96, n = 96;
+	struct vtpu_tile a, b, d;
+	uint32_t i, j, bad = 0;
+	float *want;
+	struct rig r;
+
+	rig_init(&r, 77);
+	a = rig_tile(&r, VTPU_DT_F32, m, 1);
+	b = rig_tile(&r, VTPU_DT_F32, 1, n);
+	d = rig_tile(&r, VTPU_DT_F32, m, n);
+	want = malloc(sizeof(*want) * m * n);
+	ASSERT_NE(NULL, want);
+	/*
+	 * Rows 0, 4, 8... are x = 1 + u, u = 2^-12, and even columns y = +-(1
+	 * - u + u^2) 2^(e-24), so that with c = +-2^e, x y + c is c plus half
+	 * an f32 ulp of it plus u^3 2^(e-24): a double sum rounds that to
+	 * the midpoint, and rounding it again to f32 goes the wrong way.
+	 */
+	for (i = 0; i < m; i++)
+		setf(&r, &a, i, 0, i % 4 ? hard_float() : 1.0f + 0x1p-12f);
+	for (j = 0; j < n; j++) {
+		float y = ldexpf(1.0f - 0x1p-12f + 0x1p-24f,
+				 (int)rng_below(200) - 124);
+
+		setf(&r, &b, 0, j, j % 2 ? hard_float() :
+		     rng_below(2) ? -y : y);
+	}
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			float x = getf(&r, &a, i, 0), y = getf(&r, &b, 0, j);
+			/* A third of them cancel: d is -x y rounded. */
+			float c = rng_below(3) ? hard_float() : -(x * y);
+
+			if (i % 4 == 0 && j % 2 == 0)
+				c = copysignf(ldexpf(1.0f, ilogbf(y) + 25), y);
+			setf(&r, &d, i, j, c);
+			want[i * n + j] = fmaf(x, y, c);
+		}
+	}
+	vtpu_asm_matmul(&r.as, d, a, b, VTPU_F_ACC);
+	ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			float w = want[i * n + j], got = getf(&r, &d, i, j);
+			uint32_t wb = isnan(w) ? 0x7fc00000u : f32_bits(w);
+
+			if (f32_bits(got) == wb)
+				continue;
+			if (!bad++)
+				TH_LOG("[%u][%u]: fma(%a, %a, ...) = %a, want %a",
+				       i, j, getf(&r, &a, i, 0),
+				       getf(&r, &b, 0, j), got, w);
+		}
+	}
+	EXPECT_EQ(0, bad);
+	free(want);
+	rig_fini(&r);
+}
+
 /* Without ACC, d's old contents (NaN here) must not leak in. */
 TEST(matmul_ignores_old_d_without_acc)
 {

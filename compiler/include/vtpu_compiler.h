@@ -142,6 +142,15 @@ int vtpu_g_pad(struct vtpu_graph *g, int a, const int64_t *lo,
 	       const int64_t *hi, double pad_value);
 int vtpu_g_convert(struct vtpu_graph *g, int a, enum vtpu_type type);
 
+/*
+ * Reverse-mode derivatives: @out[i] = d sum(@y) / d @xs[i], new values of
+ * @g of @xs[i]'s shape (zeros where @y does not depend on it); each x is
+ * computed before @y. -EOPNOTSUPP names an op on the way without a
+ * derivative (convolutions, say).
+ */
+int vtpu_g_gradient(struct vtpu_graph *g, int y, int n, const int *xs,
+		    int *out);
+
 /* The graph's results, in order (a tuple when n > 1). */
 int vtpu_g_outputs(struct vtpu_graph *g, int n, const int *vals);
 

@@ -439,6 +439,8 @@ static int add_node(struct ctx *c, node_t *n)
 	int ret;
 
 	c->op = n->op_type ? n->op_type : "?";
+	if (!strcmp(dom, "ai.onnx.preview.training") && !strcmp(c->op, "Gradient"))
+		return onnx_op_gradient(c, n) < 0 || c->failed ? -EINVAL : 0;
 	if (*dom && strcmp(dom, "ai.onnx"))
 		return onnx_fail(c, "unsupported operator %s (domain %s)", c->op, dom);
 	for (size_t i = 0; i < n->n_input; i++)

@@ -206,14 +206,19 @@ $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		-Itests/kselftest -Itools/bench -isystem $(KSFT_DIR) \
 		-o $@ $(BENCH_SRCS) $(LIBVTPU) $(RT_LIBS) -lopenblas
 
-# Benchmarks print one figure a line; the device suites run in the VM.
+# Benchmarks print one figure a line; the device suites run in the VM,
+# without the slab debugging the tests boot with (they measure the kernel
+# users run), and with one OpenBLAS thread (vtpu-bench links OpenBLAS,
+# whose idle threads would otherwise spin on the guest's CPUs).
 bench: module $(BENCH)
 	@$(BENCH) compile
 	@OPENBLAS_NUM_THREADS=1 $(BENCH) exec
 	@VTPU_BACKEND=host $(BENCH) runtime
-	@tools/vm/run.sh --build $(BUILD) --module $(CURDIR)/$(MODULE) \
+	@tools/vm/run.sh --no-slab-debug --build $(BUILD) \
+		--module $(CURDIR)/$(MODULE) \
 		--params "$(VM_PARAMS)" --timeout 900 -- sh -c \
-		'$(BENCH) submit && VTPU_BACKEND=accel $(BENCH) runtime'
+		'export OPENBLAS_NUM_THREADS=1; $(BENCH) submit && \
+		 VTPU_BACKEND=accel $(BENCH) runtime'
 
 # The config file records what tools/deps.sh resolved; make remakes it
 # (installing what is missing) when it is absent or the script changed.

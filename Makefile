@@ -209,21 +209,27 @@ $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		-Itests/kselftest -Itools/bench -isystem $(KSFT_DIR) \
 		-o $@ $(BENCH_SRCS) $(LIBVTPU) $(RT_LIBS) -lopenblas
 
-# Benchmarks print one figure a line; the device suites run in the VM.
+# Benchmarks print one figure a line; the device suites run in the VM,
+# without the slab debugging the tests boot with (they measure the kernel
+# users run), and with one OpenBLAS thread (vtpu-bench links OpenBLAS,
+# whose idle threads would otherwise spin on the guest's CPUs).
 # OpenBLAS 0.3.21 takes CPUs newer than it for a Prescott and runs its
 # SSE3 kernels (this machine's Sapphire Rapids, say): the baseline gets
 # the best kernels the CPU's features allow, unless the caller names one.
 OPENBLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo && echo SkylakeX || \
 	{ grep -qw avx2 /proc/cpuinfo && echo Haswell; })
-bench: module $(BENCH)
+
+bench: module $(BENCH) $(RUN_TOOL)
 	@$(BENCH) compile
 	@OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(OPENBLAS_CORE)} \
 		$(BENCH) exec
 	@tools/bench/models.sh $(BUILD)
 	@VTPU_BACKEND=host $(BENCH) runtime
-	@tools/vm/run.sh --build $(BUILD) --module $(CURDIR)/$(MODULE) \
+	@tools/vm/run.sh --no-slab-debug --build $(BUILD) \
+		--module $(CURDIR)/$(MODULE) \
 		--params "$(VM_PARAMS)" --timeout 900 -- sh -c \
-		'$(BENCH) submit && VTPU_BACKEND=accel $(BENCH) runtime'
+		'export OPENBLAS_NUM_THREADS=1; $(BENCH) submit && \
+		 VTPU_BACKEND=accel $(BENCH) runtime'
 
 # The model benchmark alone: make bench-models [MODELS="resnet18 mlp"]
 bench-models: $(RUN_TOOL)

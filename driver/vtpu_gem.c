@@ -184,12 +184,30 @@ static struct vtpu_bo *vtpu_hbm_bo_create(struct vtpu_device *vdev, u64 size)
 
 /* Backing-store buffers: shmem pages, allocated when first touched. */
 
+/* Undoes vtpu_bo_pages_map(), or what of it was done. */
+static void vtpu_bo_pages_unmap(struct vtpu_bo_pages *bp)
+{
+	unsigned long i;
+
+	if (!bp->pages)
+		return;
+	if (bp->vaddr)
+		vunmap(bp->vaddr);
+	for (i = 0; i < bp->npages; i++)
+		put_page(bp->pages[i]);
+	kvfree(bp->pages);
+	memset(bp, 0, sizeof(*bp));
+}
+
 static void vtpu_host_bo_free(struct drm_gem_object *obj)
 {
 	struct vtpu_bo *bo = to_vtpu_bo(obj);
 
 	vtpu_bo_untrack(bo);
 	atomic64_sub(obj->size, &bo->vdev->host_bytes);
+	/* No job holds a buffer that is freed: it holds a reference. */
+	vtpu_bo_pages_unmap(&bo->kmap);
+	mutex_destroy(&bo->kmap_lock);
 	drm_gem_shmem_free(&bo->base);
 }
 
@@ -241,6 +259,7 @@ struct drm_gem_object *vtpu_gem_create_object(struct drm_device *drm,
 		return ERR_PTR(-ENOMEM);
 	bo->vdev = vdev;
 	bo->placement = DRM_VTPU_PLACEMENT_HOST;
+	mutex_init(&bo->kmap_lock);
 	bo->base.base.funcs = &vtpu_host_funcs;
 	return &bo->base.base;
 }
@@ -278,61 +297,102 @@ static struct page *vtpu_host_bo_page(struct vtpu_bo *bo, pgoff_t index,
 	return folio_file_page(folio, index);
 }
 
-/**
- * vtpu_bo_map_range() - pin and map the range of a buffer a job uses
- * @bo: buffer; the caller holds a reference until vtpu_bo_unmap_range()
- * @offset: first byte of the range
- * @size: bytes of the range, nonzero, within the buffer (checked by the
- *	caller)
- * @nowait: return -EAGAIN rather than allocate or read pages
- * @map: receives the mapping
- *
- * HBM is mapped already. Of a backing-store buffer only the pages of the
- * range are pinned, and only while the job holds them: binding 4 KiB of
- * a 512 MiB buffer must not pin the other 511 MiB until the buffer is
- * freed, unseen. The pages are charged to the submitter's memory cgroup
- * if they are new. This may sleep: call it at submit, never while
- * signalling.
- *
- * Return: 0 or -errno.
- */
-int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
-		      struct vtpu_bo_map *map)
+/* Pins and maps @size bytes at @offset of a backing-store buffer. */
+static int vtpu_bo_pages_map(struct vtpu_bo *bo, u64 offset, u64 size,
+			     struct vtpu_bo_pages *bp)
 {
 	pgoff_t first = offset >> PAGE_SHIFT;
 	unsigned long i, n;
 	struct page *page;
 	void *vaddr;
 
-	map->vaddr = NULL;
-	map->pages = NULL;
-	map->npages = 0;
-	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
-		map->vaddr = vtpu_hbm_vaddr(bo) + offset;
-		return 0;
-	}
-	if (nowait)
-		return -EAGAIN;
-
 	n = ((offset + size - 1) >> PAGE_SHIFT) - first + 1;
-	map->pages = kvmalloc_array(n, sizeof(*map->pages), GFP_KERNEL_ACCOUNT);
-	if (!map->pages)
+	bp->pages = kvmalloc_array(n, sizeof(*bp->pages), GFP_KERNEL_ACCOUNT);
+	if (!bp->pages)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		page = vtpu_host_bo_page(bo, first + i, false);
 		if (IS_ERR(page)) {
-			vtpu_bo_unmap_range(map);
+			vtpu_bo_pages_unmap(bp);
 			return PTR_ERR(page);
 		}
-		map->pages[map->npages++] = page;
+		bp->pages[bp->npages++] = page;
 	}
-	vaddr = vmap(map->pages, n, VM_MAP, PAGE_KERNEL);
+	vaddr = vmap(bp->pages, n, VM_MAP, PAGE_KERNEL);
 	if (!vaddr) {
-		vtpu_bo_unmap_range(map);
+		vtpu_bo_pages_unmap(bp);
 		return -ENOMEM;
 	}
-	map->vaddr = vaddr + offset_in_page(offset);
+	bp->vaddr = vaddr;
+	bp->offset = offset;
+	bp->size = size;
 	return 0;
+}
+
+/**
+ * vtpu_bo_map_range() - pin and map the range of a buffer a job uses
+ * @bo: buffer; the caller holds a reference until vtpu_bo_unmap_range()
+ * @offset: first byte of the range
+ * @size: bytes of the range, nonzero, within the buffer (checked by the
+ *	caller)
+ * @nowait: return -EAGAIN rather than sleep, allocate or read pages
+ * @map: receives the mapping
+ *
+ * HBM is mapped already. Of a backing-store buffer only the pages of the
+ * range are pinned: binding 4 KiB of a 512 MiB buffer must not pin the
+ * other 511 MiB, unseen. The range stays mapped after the job, for the
+ * next job that binds the same range (a model binds its weights and its
+ * pooled scratch at every execution, and mapping 64 MiB costs far more
+ * than running a small model), until a job binds another range of it
+ * while no job holds this one, or the buffer is freed; fdinfo counts
+ * those pages in drm-resident-host. Pages are charged to the memory
+ * cgroup of whoever first touches them. This may sleep unless @nowait:
+ * call it at submit, never while signalling.
+ *
+ * Return: 0 or -errno.
+ */
+int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
+		      struct vtpu_bo_map *map)
+{
+	struct vtpu_bo_pages *km = &bo->kmap;
+	int ret = 0;
+
+	memset(map, 0, sizeof(*map));
+	if (bo->placement == DRM_VTPU_PLACEMENT_HBM) {
+		map->vaddr = vtpu_hbm_vaddr(bo) + offset;
+		return 0;
+	}
+
+	if (nowait) {
+		if (!mutex_trylock(&bo->kmap_lock))
+			return -EAGAIN;
+	} else {
+		mutex_lock(&bo->kmap_lock);
+	}
+	if (!km->vaddr || km->offset != offset || km->size != size) {
+		if (nowait) {
+			ret = -EAGAIN;
+			goto out;
+		}
+		if (bo->kmap_users) {
+			/* Another range is in use: this job maps its own. */
+			ret = vtpu_bo_pages_map(bo, offset, size, &map->own);
+			if (!ret)
+				map->vaddr = map->own.vaddr +
+					     offset_in_page(offset);
+			goto out;
+		}
+		vtpu_bo_pages_unmap(km);
+		ret = vtpu_bo_pages_map(bo, offset, size, km);
+		if (ret)
+			goto out;
+	}
+	bo->kmap_users++;
+	map->bo = bo;
+	map->vaddr = km->vaddr + offset_in_page(offset);
+out:
+	mutex_unlock(&bo->kmap_lock);
+	return ret;
 }
 
 /**
@@ -341,17 +401,13 @@ int vtpu_bo_map_range(struct vtpu_bo *bo, u64 offset, u64 size, bool nowait,
  */
 void vtpu_bo_unmap_range(struct vtpu_bo_map *map)
 {
-	unsigned long i;
-
-	if (!map->pages)
-		return;
-	if (map->vaddr)
-		vunmap(PTR_ALIGN_DOWN(map->vaddr, PAGE_SIZE));
-	for (i = 0; i < map->npages; i++)
-		put_page(map->pages[i]);
-	kvfree(map->pages);
-	map->pages = NULL;
-	map->vaddr = NULL;
+	if (map->bo) {
+		mutex_lock(&map->bo->kmap_lock);
+		map->bo->kmap_users--;
+		mutex_unlock(&map->bo->kmap_lock);
+	}
+	vtpu_bo_pages_unmap(&map->own);
+	memset(map, 0, sizeof(*map));
 }
 
 /**
@@ -536,18 +592,30 @@ static int vtpu_bos_show(struct seq_file *m, void *unused)
 	}
 	seq_printf(m, "hbm: %llu bos, %llu bytes\n", count[1], bytes[1]);
 	seq_printf(m, "host: %llu bos, %llu bytes\n", count[0], bytes[0]);
-	list_for_each_entry(bo, &vdev->bos, link)
-		seq_printf(m, "%-4s size %-12zu addr 0x%-10llx handles %u\n",
+	list_for_each_entry(bo, &vdev->bos, link) {
+		seq_printf(m, "%-4s size %-12zu addr 0x%-10llx handles %u",
 			   bo->placement == DRM_VTPU_PLACEMENT_HBM ? "hbm" : "host",
 			   bo->base.base.size, vtpu_bo_device_addr(bo),
 			   bo->base.base.handle_count);
+		/* The range kept mapped between jobs (vtpu_bo_map_range()). */
+		if (bo->placement == DRM_VTPU_PLACEMENT_HOST) {
+			mutex_lock(&bo->kmap_lock);
+			if (bo->kmap.vaddr)
+				seq_printf(m, " kmap %llu+%llu users %u",
+					   bo->kmap.offset, bo->kmap.size,
+					   bo->kmap_users);
+			mutex_unlock(&bo->kmap_lock);
+		}
+		seq_putc(m, '\n');
+	}
 	mutex_unlock(&vdev->bos_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vtpu_bos);
 
 /**
- * vtpu_gem_debugfs_init() - create debugfs "bos": live buffers per placement
+ * vtpu_gem_debugfs_init() - create debugfs "bos": live buffers per placement,
+ *	then one line per buffer (a backing-store buffer's kept mapping too)
  * @vdev: a registered device
  */
 void vtpu_gem_debugfs_init(struct vtpu_device *vdev)

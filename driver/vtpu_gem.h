@@ -19,25 +19,50 @@ struct vtpu_device;
  * @node: the buffer's range of HBM (HBM placement only)
  * @link: entry in &vtpu_device.bos
  */
+/**
+ * struct vtpu_bo_pages - a range of a backing-store buffer, pinned and
+ *	mapped into the kernel
+ * @offset: first byte of the range
+ * @size: bytes of the range
+ * @vaddr: kernel address of the page holding @offset
+ * @pages: the range's pages, one reference each
+ * @npages: entries in @pages
+ */
+struct vtpu_bo_pages {
+	u64 offset;
+	u64 size;
+	void *vaddr;
+	struct page **pages;
+	unsigned long npages;
+};
+
 struct vtpu_bo {
 	struct drm_gem_shmem_object base;
 	struct vtpu_device *vdev;
 	u32 placement;
 	struct drm_mm_node node;
 	struct list_head link;
+	/*
+	 * Backing store: the range the last jobs bound stays mapped for
+	 * the next ones (weights and pooled scratch are bound at every
+	 * execution); @kmap_users of them hold it now.
+	 */
+	struct mutex kmap_lock;	/* Protects kmap and kmap_users */
+	struct vtpu_bo_pages kmap;
+	unsigned int kmap_users;
 };
 
 /**
  * struct vtpu_bo_map - a range of a buffer a job uses, pinned and mapped
  * @vaddr: kernel address of the range's first byte
- * @pages: the backing-store pages of the range, one reference each;
- *	NULL for HBM, which is mapped for good
- * @npages: entries in @pages
+ * @bo: the buffer, when the range is its cached mapping (&vtpu_bo.kmap)
+ * @own: a mapping of the job's own, when the cached one serves another
+ *	range; empty for HBM, which is mapped for good
  */
 struct vtpu_bo_map {
 	void *vaddr;
-	struct page **pages;
-	unsigned long npages;
+	struct vtpu_bo *bo;
+	struct vtpu_bo_pages own;
 };
 
 static inline struct vtpu_bo *to_vtpu_bo(struct drm_gem_object *obj)

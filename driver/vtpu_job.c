@@ -811,7 +811,9 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 	 * waits for the queue to drain unless the closing task is exiting;
 	 * the last close may come from a kworker (io_uring's ring teardown,
 	 * a dma-buf's last reference), which would wait for every queued job.
+	 * The cores' queues take @closed into account.
 	 */
+	atomic_set(&vfile->stats->closed, 1);
 	drm_sched_entity_fini(&vfile->entity);
 
 	xa_for_each(&vfile->jobs, id, fence) {

@@ -29,11 +29,14 @@ struct vtpu_program;
  * @engine_ns: time the file's finished jobs spent executing on cores
  * @jobs: the file's jobs not yet freed (queued, running or ending), at
  *	most DRM_VTPU_MAX_JOBS
+ * @closed: the file is closed: a job of it that a core has queued but not
+ *	started is killed (-ESRCH) like those still in the entity's queue
  */
 struct vtpu_file_stats {
 	struct kref ref;
 	atomic64_t engine_ns;
 	atomic_t jobs;
+	atomic_t closed;
 };
 
 /**

@@ -13,15 +13,22 @@
  *                    batches in flight, one system call and one wakeup
  *                    per batch (what a pipelined io_uring user does)
  *
+ * `vtpu-bench submit [JOBS [MODE]]`: JOBS per round (default 1024), and
+ * only MODE (say uring-b32) when profiling one path.
+ *
  * Every job names a program object (DRM_VTPU_SUBMIT_PROGRAM) when the
  * kernel has them, else the program buffer (uAPI 1.1).
  *
  * Latency is per job: from its submission to the moment its completion
- * is seen. Modes run interleaved in rounds, and each figure is the
+ * is seen. CPU is what the submitting process spends per job, in user
+ * space and in system calls (the kernel's work for it, SUBMIT included;
+ * not the cores' workers): what a batch of io_uring commands saves the
+ * application even when the device, not submission, limits the rate. Modes run interleaved in rounds, and each figure is the
  * median over rounds, so drift in machine load hits all modes alike.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +45,16 @@ struct mode {
 	int batch;		/* 0: ioctl-wait, -1: ioctl-pipelined */
 	double rate[ROUNDS];	/* jobs/s of each round */
 	double lat[ROUNDS];	/* median latency (us) of each round */
+	double cpu[ROUNDS];	/* process CPU time per job (us) of each round */
 };
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static double lat_us[MAX_JOBS];
 
@@ -196,9 +212,11 @@ int bench_submit(int argc, char **argv)
 		{ .name = "uring-b32", .batch = 32 },
 	};
 	int jobs = argc > 0 ? atoi(argv[0]) : 1024;
+	/* vtpu-bench submit JOBS MODE: that mode alone (for profiling) */
+	const char *only = argc > 1 ? argv[1] : NULL;
 	struct drm_vtpu_submit req;
 	struct vtpu_buf prog;
-	double rate[5], lat[5];
+	double rate[5], lat[5], cpu[5], c0;
 	struct vtpu_sq sq;
 	unsigned int m;
 	size_t size;
@@ -233,9 +251,13 @@ int bench_submit(int argc, char **argv)
 	/* A warm-up round, not counted, then the measured rounds. */
 	for (r = -1; r < ROUNDS; r++) {
 		for (m = 0; m < 5; m++) {
+			if (only && strcmp(only, modes[m].name))
+				continue;
 			double *rt = r < 0 ? &rate[m] : &modes[m].rate[r];
 			double *lt = r < 0 ? &lat[m] : &modes[m].lat[r];
+			double *ct = r < 0 ? &cpu[m] : &modes[m].cpu[r];
 
+			c0 = cpu_now();
 			if (modes[m].batch == 0)
 				ret = run_ioctl_wait(fd, &req, jobs, rt, lt);
 			else if (modes[m].batch < 0)
@@ -248,17 +270,22 @@ int bench_submit(int argc, char **argv)
 					modes[m].name, strerror(-ret));
 				return 1;
 			}
+			*ct = (cpu_now() - c0) * 1e6 / jobs;
 		}
 	}
 	for (m = 0; m < 5; m++) {
 		rate[m] = bench_median(modes[m].rate, ROUNDS);
 		lat[m] = bench_median(modes[m].lat, ROUNDS);
+		cpu[m] = bench_median(modes[m].cpu, ROUNDS);
 		printf("submit/%s: %.0f jobs/s\n", modes[m].name, rate[m]);
 		printf("submit/%s-latency: %.1f us\n", modes[m].name, lat[m]);
+		printf("submit/%s-cpu: %.2f us/job\n", modes[m].name, cpu[m]);
 	}
 	printf("submit/uring-b32-vs-ioctl-wait: %.2f x\n", rate[4] / rate[0]);
 	printf("submit/uring-b32-vs-ioctl-pipelined: %.2f x\n",
 	       rate[4] / rate[1]);
+	printf("submit/uring-b32-vs-ioctl-pipelined-cpu: %.2f x\n",
+	       cpu[1] / cpu[4]);
 
 	vtpu_sq_fini(&sq);
 	vtpu_buf_free(fd, &prog);

@@ -23,6 +23,8 @@
 #                    (default: a fresh BUILD/vm/results.<pid>, removed
 #                    when the run succeeds unless --keep)
 #   --keep           keep the default results dir
+#   --no-slab-debug  boot without slub_debug and KFENCE (benchmarks: they
+#                    measure the kernel users run; tests keep the checks)
 #   --build DIR      build dir for the cached initramfs (default: build)
 #   --allow-dmesg RE ignore dmesg lines matching this extended regexp
 #                    (repeatable) for tests that provoke a splat on purpose
@@ -76,6 +78,7 @@ params=
 timeout=300
 results=
 keep=
+slab_debug=1
 build=$repo/build
 allow=()
 while [ $# -gt 0 ]; do
@@ -90,6 +93,7 @@ while [ $# -gt 0 ]; do
 	--results) results=${2?}; shift 2 ;;
 	--build) build=${2?}; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--no-slab-debug) slab_debug=; shift ;;
 	--allow-dmesg) allow+=("${2?}"); shift 2 ;;
 	--shell) mode=shell; shift ;;	# what tools/vm/shell.sh passes
 	--) shift; break ;;
@@ -228,7 +232,8 @@ fi
 # and owner tracking, and KFENCE sampling every allocation it can: cheap
 # use-after-free and overflow detection (a debug kernel has KASAN instead).
 cmdline="console=ttyS0 quiet loglevel=4 panic=-1"
-[ -n "$image" ] || cmdline+=" slub_debug=FZPU kfence.sample_interval=1"
+[ -n "$image" ] || [ -z "$slab_debug" ] ||
+	cmdline+=" slub_debug=FZPU kfence.sample_interval=1"
 cmdline+=${append:+ $append}
 qemu_base=(qemu-system-x86_64 -nodefaults -no-user-config -display none
 	   -cpu max -m 2G -smp 2 -no-reboot

@@ -229,6 +229,8 @@ int ir_eval(const struct ir_graph *g, const void *const *params,
 /* ---- passes: simplify.c, fold.c, cse.c, dce.c, fuse.c ------------------- */
 
 int pass_simplify(struct ir_graph *g);	/* algebraic identities */
+/* Every element of @v is @want (a constant, or a broadcast of one). */
+bool ir_all_equal(const struct ir_graph *g, int v, double want);
 int pass_fold(struct ir_graph *g);	/* constant folding (uses eval.c) */
 int pass_cse(struct ir_graph *g);
 int pass_dce(struct ir_graph *g);

@@ -73,11 +73,12 @@ static int add_reshape(struct ir_graph *g, int x, int rank, const int64_t *dims)
 
 static int add_ew(struct ir_graph *g, enum ir_op op, int a, int b)
 {
-	struct vtpu_shape s = *shape_of(g, a);
+	struct vtpu_shape s;
 	int in[2] = { a, b };
 
 	if (a < 0 || b < 0)
 		return a < 0 ? a : b;
+	s = *shape_of(g, a);
 	return ir_add(g, op, &s, ir_ops[op].kind == K_EW1 ? 1 : 2, in);
 }
 
@@ -445,6 +446,36 @@ static int lower_softmax(struct ir_graph *g, const struct ir_node *n)
 	return add_ew(g, OP_DIV, e, expand(g, s, &n->shape, axis));
 }
 
+/*
+ * x^k for a constant k in {-1, 2, 3, 4} as multiplies (and a division):
+ * POW is exp(k log|x|) in double, 20 times the cost of a multiply, and
+ * LayerNorm's variance and the tanh GELU are Pow(x, 2) and Pow(x, 3).
+ * x^2 and x^-1 come out correctly rounded (POW promises 1 ulp), x^3 and
+ * x^4 within 2 ulp (two roundings); signs, zeros, infinities and NaN are
+ * POW's. 0: not such a power, POW stays.
+ */
+static int lower_pow(struct ir_graph *g, const struct ir_node *n)
+{
+	int x = n->in[0], sq;
+
+	if (n->shape.type != VTPU_F32 && n->shape.type != VTPU_BF16)
+		return 0;
+	if (ir_all_equal(g, n->in[1], -1))
+		return add_ew(g, OP_DIV, add_fill(g, n->shape.type, 1,
+						  n->shape.rank, n->shape.dims), x);
+	if (ir_all_equal(g, n->in[1], 2))
+		return add_ew(g, OP_MUL, x, x);
+	if (ir_all_equal(g, n->in[1], 3)) {
+		sq = add_ew(g, OP_MUL, x, x);
+		return add_ew(g, OP_MUL, sq, x);
+	}
+	if (ir_all_equal(g, n->in[1], 4)) {
+		sq = add_ew(g, OP_MUL, x, x);
+		return add_ew(g, OP_MUL, sq, sq);
+	}
+	return 0;
+}
+
 static int lower_node(struct ir_graph *g, const struct ir_node *n)
 {
 	switch (n->op) {
@@ -493,6 +524,21 @@ int pass_lower(struct ir_graph *g)
 	id = refuse_s64(g);
 	if (id)
 		return id;
+	/* First, while exponents are still constants or their broadcasts. */
+	for (i = 0; i < n; i++) {
+		struct ir_node node = g->nodes[i];
+
+		if (node.op != OP_POW)
+			continue;
+		id = lower_pow(g, &node);
+		if (id < 0)
+			return id;
+		if (id) {
+			ir_replace_uses(g, i, id);
+			g->nodes[i].op = OP_DEAD;
+			g->nodes[i].nin = 0;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		struct ir_node node = g->nodes[i];
 

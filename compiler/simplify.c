@@ -60,7 +60,7 @@ static double cst_elem(const void *data, enum vtpu_type t, int64_t i)
  * True when every element of value @v is @want, looking through a
  * broadcast of a constant (which repeats the constant's elements).
  */
-static bool all_equal(const struct ir_graph *g, int v, double want)
+bool ir_all_equal(const struct ir_graph *g, int v, double want)
 {
 	const struct ir_node *n = &g->nodes[v];
 	int64_t i, cnt;
@@ -80,9 +80,9 @@ static bool all_equal(const struct ir_graph *g, int v, double want)
 static int binary_identity(const struct ir_graph *g, const struct ir_node *n,
 			   double unit, bool commutes)
 {
-	if (all_equal(g, n->in[1], unit))
+	if (ir_all_equal(g, n->in[1], unit))
 		return n->in[0];
-	if (commutes && all_equal(g, n->in[0], unit))
+	if (commutes && ir_all_equal(g, n->in[0], unit))
 		return n->in[1];
 	return -1;
 }
@@ -130,9 +130,9 @@ static int simplify_select(const struct ir_graph *g, const struct ir_node *n)
 {
 	if (n->in[1] == n->in[2])
 		return n->in[1];
-	if (all_equal(g, n->in[0], 1))
+	if (ir_all_equal(g, n->in[0], 1))
 		return n->in[1];
-	if (all_equal(g, n->in[0], 0))
+	if (ir_all_equal(g, n->in[0], 0))
 		return n->in[2];
 	return -1;
 }

@@ -208,6 +208,51 @@ static int random_shape(int64_t *dims, int minrank, int maxrank, int maxdim)
 	return rank;
 }
 
+/* ---- integer powers -------------------------------------------------------- */
+
+/*
+ * POW by a constant -1, 2, 3 or 4 becomes multiplies (and a division),
+ * with the reference evaluator's results; other exponents, and POW by a
+ * value, stay POW.
+ */
+TEST(constant_integer_powers_are_multiplies)
+{
+	static const double ks[] = { -1, 2, 3, 4, 0.5, 5 };
+	const int64_t dims[] = { 3, 17 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = param(g, 0, VTPU_F32, 2, dims), k, y;
+		struct ir_graph *low;
+
+		x = vtpu_g_unary(g, VTPU_ABS, x);	/* 0.5: a real root */
+		k = vtpu_g_broadcast(g, vtpu_g_scalar(g, (float)ks[i]), 2, dims,
+				     NULL);
+		y = vtpu_g_binary(g, VTPU_POW, x, k);
+		vtpu_g_outputs(g, 1, &y);
+		low = lower_clone(_metadata, g);
+		EXPECT_EQ(ks[i] == 0.5 || ks[i] == 5, count_op(low, OP_POW) == 1)
+			TH_LOG("x^%g", ks[i]);
+		compare(_metadata, &g->ir, low);
+		free_clone(low);
+		vtpu_graph_free(g);
+	}
+	{
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = param(g, 0, VTPU_F32, 2, dims);
+		int k = param(g, 1, VTPU_F32, 2, dims);
+		int y = vtpu_g_binary(g, VTPU_POW, vtpu_g_unary(g, VTPU_ABS, x), k);
+		struct ir_graph *low;
+
+		vtpu_g_outputs(g, 1, &y);
+		low = lower_clone(_metadata, g);
+		EXPECT_EQ(1, count_op(low, OP_POW));
+		free_clone(low);
+		vtpu_graph_free(g);
+	}
+}
+
 /* ---- layout ops --------------------------------------------------------- */
 
 TEST(broadcast_scalar)

@@ -136,14 +136,15 @@ static struct dma_fence *vtpu_job_run(struct drm_sched_job *sched_job)
 /*
  * Backstop only: the core's watchdog aborts jobs at the job timeout, so
  * this runs when a job is still going at twice that. Stop the scheduler,
- * make the core abort the job, and restart the scheduler with the job's
- * fence in place, so the job ends with the fence's -ETIMEDOUT rather than
+ * make the core abort the job, and restart the scheduler with the jobs'
+ * fences in place, so the job ends with the fence's -ETIMEDOUT rather than
  * the -ECANCELED drm_sched_start() gives fenceless jobs.
  */
 static enum drm_gpu_sched_stat vtpu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct vtpu_job *job = to_vtpu_job(sched_job);
 	struct drm_gpu_scheduler *sched = sched_job->sched;
+	struct drm_sched_job *s_job;
 
 	drm_warn(&job->vdev->drm, "%s: job still running past twice the timeout\n",
 		 sched->name);
@@ -151,8 +152,20 @@ static enum drm_gpu_sched_stat vtpu_job_timedout(struct drm_sched_job *sched_job
 	drm_sched_stop(sched, sched_job);
 	atomic_set(&job->abort, 1);
 	dma_fence_wait(job->hw_fence, false);
-	if (!sched_job->s_fence->parent)
-		sched_job->s_fence->parent = dma_fence_get(job->hw_fence);
+	/*
+	 * drm_sched_stop() took every pending job's hardware fence. Give
+	 * them all back: drm_sched_start() would cancel and free a job
+	 * without one, and the job a core holds next (VTPU_CORE_DEPTH) is
+	 * still in that core's queue.
+	 */
+	spin_lock(&sched->job_list_lock);
+	list_for_each_entry(s_job, &sched->pending_list, list) {
+		struct vtpu_job *j = to_vtpu_job(s_job);
+
+		if (!s_job->s_fence->parent && j->hw_fence_init)
+			s_job->s_fence->parent = dma_fence_get(j->hw_fence);
+	}
+	spin_unlock(&sched->job_list_lock);
 	drm_sched_start(sched);
 
 	return DRM_GPU_SCHED_STAT_NOMINAL;

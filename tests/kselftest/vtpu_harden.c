@@ -460,6 +460,8 @@ static int uring_reap(struct io_uring *ring)
  * A file may not have more than DRM_VTPU_MAX_JOBS jobs, whichever way
  * they came in (io_uring used to accept 8192 past the ioctl's cap).
  */
+#define RUNAWAYS	12
+
 TEST_F_TIMEOUT(harden, jobs_per_file_are_capped_on_every_path, 300)
 {
 	struct vtpu_buf spin, sink, end;
@@ -479,14 +481,32 @@ TEST_F_TIMEOUT(harden, jobs_per_file_are_capped_on_every_path, 300)
 	ASSERT_EQ(0, end_program(f2, &end, &se));
 	ASSERT_EQ(0, drmSyncobjCreate(f2, 0, &sync));
 	ASSERT_EQ(0, submit_runaway(f2, &spin, ss, &sink, sync, NULL));
-
-	/* Everything else waits behind the runaway. */
+	/*
+	 * Everything else waits behind a chain of runaways, each after the
+	 * one before: RUNAWAYS job timeouts, more than a slow (KASAN, TCG)
+	 * kernel takes to fill the cap, so that no job ends meanwhile.
+	 */
 	in = (struct drm_vtpu_sync){ .handle = sync };
+	for (i = 1; i < RUNAWAYS; i++) {
+		struct drm_vtpu_binding b = { sink.handle, DRM_VTPU_BIND_WRITE,
+					      0, 256 * 256 * 4 };
+		struct vtpu_submit_args a = {
+			.prog = &spin, .prog_size = ss, .bind = &b, .nbind = 1,
+			.in = &in, .nin = 1, .out_sync = sync,
+		};
+		__u32 next;
+
+		ASSERT_EQ(0, drmSyncobjCreate(f2, 0, &next));
+		a.out_sync = next;
+		ASSERT_EQ(0, vtpu_submit(f2, &a, NULL));
+		in.handle = next;
+	}
+
 	s = (struct drm_vtpu_submit){
 		.program_handle = end.handle, .program_size = se,
 		.in_syncs = (__u64)(uintptr_t)&in, .in_sync_count = 1,
 	};
-	for (i = 1; i < DRM_VTPU_MAX_JOBS / 2; i++) {
+	for (; i < DRM_VTPU_MAX_JOBS / 2; i++) {
 		ASSERT_EQ(0, uring_submit(&ring, f2, &s, NULL));
 		if (io_uring_sq_ready(&ring) == 32)
 			ASSERT_EQ(32, io_uring_submit(&ring));

@@ -5,12 +5,11 @@
  * The emulated TPU core: an interpreter for validated programs, and the
  * executable specification of the ISA in uapi/drm/vtpu_isa.h.
  *
- * vtpu.ko builds this file, three times (SSE2, AVX2 + FMA, AVX-512 + FMA:
- * see VTPU_EXEC_ISA below), with kernel FPU support and runs it between
+ * vtpu.ko builds this file, three times (SSE2, AVX2, AVX-512F: see
+ * VTPU_EXEC_ISA below), with kernel FPU support and runs it between
  * kernel_fpu_begin() and kernel_fpu_end(); userspace builds it the same
  * three times with -ffp-contract=off. Every float operation is an IEEE
- * operation (or an explicit fused multiply-add) in an order fixed by
- * this code, and the transcendentals are our own, so a program gives
+ * operation in an order fixed by this code, and the transcendentals are our own, so a program gives
  * bit-identical results in the kernel and in userspace, whichever build
  * the CPU runs. Nothing with a float in its signature is visible outside
  * this file.
@@ -21,9 +20,9 @@
  * here. VMEM must be 4-byte aligned (the kernel's is vmalloc'ed).
  *
  * What the ISA leaves to the executor, decided here:
- * - MATMUL accumulates the products in k order with fused multiply-adds
- *   (one rounding each) into an f32 that starts at d (VTPU_F_ACC) or at
- *   +0: fma(a1, b1, fma(a0, b0, init)) ...; a NaN result is 0x7fc00000.
+ * - MATMUL adds the products in k order into an f32 accumulator that
+ *   starts at d (VTPU_F_ACC) or at +0: ((init + a0 b0) + a1 b1) + ...;
+ *   a NaN result is 0x7fc00000.
  *   REDUCE folds along its axis in index order, starting from d (ACC) or
  *   from the first element.
  * - MAX and MIN propagate NaN and order -0 below +0 (IEEE 754-2019
@@ -51,7 +50,7 @@
  * which name their build in VTPU_EXEC_ISA. What is compiled differs in
  * vector width only: -ffp-contract=off everywhere, so elementwise code
  * the compiler vectorizes computes the same IEEE operations in any width,
- * and MATMUL's FMAs are explicit. The plain build also holds what does
+ * and so does MATMUL's explicitly vectorized multiply-add. The plain build also holds what does
  * not depend on the ISA: vtpu_exec_init() and the dispatch.
  */
 #ifndef VTPU_EXEC_ISA
@@ -71,23 +70,19 @@
  * MATMUL's vector: VTPU_VW f32 lanes in one register (GCC vector
  * extensions, no intrinsics: the kernel has no <immintrin.h>). The
  * weight of one lane's multiply-add, in work units (see VTPU_W_INSN),
- * is VTPU_W_FMA_NUM / VTPU_W_FMA_DEN: the software FMA of the SSE2
- * build costs about ten hardware ones.
+ * is VTPU_W_FMA_NUM / VTPU_W_FMA_DEN.
  */
-#if defined(__AVX512F__) && defined(__FMA__)
+#if defined(__AVX512F__)
 #define VTPU_VW			16
-#define VTPU_HAVE_FMA		1
 #define VTPU_W_FMA_NUM		1
 #define VTPU_W_FMA_DEN		4
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__)
 #define VTPU_VW			8
-#define VTPU_HAVE_FMA		1
 #define VTPU_W_FMA_NUM		1
 #define VTPU_W_FMA_DEN		2
 #else
 #define VTPU_VW			4
-#define VTPU_HAVE_FMA		0
-#define VTPU_W_FMA_NUM		12
+#define VTPU_W_FMA_NUM		1
 #define VTPU_W_FMA_DEN		1
 #endif
 #define VTPU_VF float __attribute__((vector_size(VTPU_VW * 4)))
@@ -1138,16 +1133,18 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 /*
  * MATMUL: d (+)= op(a) . op(b).
  *
- * Each d[i][j] is a chain of fused multiply-adds in k order, starting
- * from d (VTPU_F_ACC) or +0: fma(a[i][k-1], b[k-1][j], ... fma(a[i][0],
- * b[0][j], init)). A lane of a vector register holds one d[i][j] for the
- * whole chain, so the vector width decides how many chains run at once,
+ * Each d[i][j] adds its products in k order, each product rounded to f32
+ * and then added: ((init + a0 b0) + a1 b1) + ..., starting from d
+ * (VTPU_F_ACC) or +0. A lane of a vector register holds one d[i][j] for
+ * the whole sum, so the vector width decides how many sums run at once,
  * never what any of them computes: the SSE2, AVX2 and AVX-512 builds of
- * this file, and the kernel's, give the same bits. Where the CPU has no
- * FMA (the SSE2 build), vtpu_fmaf() computes the fused result exactly in
- * double precision. A NaN result is the quiet NaN 0x7fc00000: which NaN
- * operand an FMA instruction passes on depends on the form the compiler
- * picked, so MATMUL does not promise to keep a payload.
+ * this file, and the kernel's, give the same bits. (Fused multiply-adds
+ * would be faster where the CPU has them, but need an exact software FMA
+ * where it has not, and emulators such as QEMU's TCG run both an order
+ * of magnitude slower than a multiply and an add.) A NaN result is the
+ * quiet NaN 0x7fc00000: which NaN operand an instruction passes on
+ * depends on the operand order the compiler picked, so MATMUL does not
+ * promise to keep a payload.
  *
  * A register block of VTPU_MR x VTPU_NR elements of d lives in vector
  * registers while k runs; each step broadcasts one element of a per row
@@ -1169,13 +1166,8 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 #endif
 #define VTPU_NV		2			/* vectors per row of a block */
 #define VTPU_NR		(VTPU_NV * VTPU_VW)
-#if VTPU_HAVE_FMA
 #define VTPU_KC		VTPU_EXEC_KC
 #define VTPU_MC		(4 * VTPU_MR)
-#else
-#define VTPU_KC		32
-#define VTPU_MC		(2 * VTPU_MR)
-#endif
 
 /* An operand: element (i, k) of op(a), or (k, j) of op(b), in bytes. */
 struct vtpu_mm_src {
@@ -1206,42 +1198,10 @@ static __always_inline float vtpu_mm_load(const u8 *p, bool bf16)
 	return f;
 }
 
-#if !VTPU_HAVE_FMA
-/*
- * fma(a, b, c) rounded once to f32, without an FMA instruction. a * b is
- * exact in double (24 + 24 bits); the sum is rounded to odd (the double
- * nearest, moved one ulp towards the exact sum when it is even and
- * inexact), and rounding a round-to-odd result with 29 bits to spare to
- * f32 gives the correctly rounded f32 of the exact sum (Boldo and
- * Melquiond, "Emulation of FMA and correctly rounded sums", 2008).
- */
-static inline float vtpu_fmaf(float a, float b, float c)
+/* c + a b, the product rounded first (-ffp-contract=off: never fused). */
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
 {
-	double p = (double)a * b, s = p + c, z = s - p;
-	double err = (p - (s - z)) + (c - z);	/* s + err is exact (TwoSum) */
-	u64 bits = vtpu_dbits(s);
-
-	if (err != 0 && (bits & 0x7ff0000000000000ull) != 0x7ff0000000000000ull &&
-	    !(bits & 1))
-		bits += (err > 0) == (s > 0) ? 1 : -1;
-	return (float)vtpu_bitsd(bits);
-}
-#endif
-
-static __always_inline VTPU_VF vtpu_vfma(VTPU_VF a, VTPU_VF b, VTPU_VF c)
-{
-#if VTPU_VW == 16
-	return __builtin_ia32_vfmaddps512_mask(a, b, c, (u16)-1, 4);
-#elif VTPU_VW == 8
-	return __builtin_ia32_vfmaddps256(a, b, c);
-#else
-	VTPU_VF r;
-	int l;
-
-	for (l = 0; l < VTPU_VW; l++)
-		r[l] = vtpu_fmaf(a[l], b[l], c[l]);
-	return r;
-#endif
+	return c + a * b;
 }
 
 static __always_inline VTPU_VF vtpu_splat(float x)
@@ -1299,7 +1259,7 @@ static __always_inline void vtpu_mm_block(const u32 rows, const bool bf16,
 			s = vtpu_splat(vtpu_mm_load(a + r * ars, bf16));
 #pragma GCC unroll 4
 			for (v = 0; v < VTPU_NV; v++)
-				acc[r][v] = vtpu_vfma(s, b[v], acc[r][v]);
+				acc[r][v] = vtpu_vmadd(s, b[v], acc[r][v]);
 		}
 	}
 #pragma GCC unroll 16
@@ -1571,11 +1531,9 @@ static bool vtpu_exec_cpu_has(enum vtpu_exec_isa isa)
 	switch (isa) {
 	case VTPU_EXEC_AVX512:
 		return boot_cpu_has(X86_FEATURE_AVX512F) &&
-		       boot_cpu_has(X86_FEATURE_FMA) &&
 		       cpu_has_xfeatures(ymm | XFEATURE_MASK_AVX512, NULL);
 	case VTPU_EXEC_AVX2:
 		return boot_cpu_has(X86_FEATURE_AVX2) &&
-		       boot_cpu_has(X86_FEATURE_FMA) &&
 		       cpu_has_xfeatures(ymm, NULL);
 	default:
 		return true;
@@ -1588,11 +1546,9 @@ static bool vtpu_exec_cpu_has(enum vtpu_exec_isa isa)
 	__builtin_cpu_init();
 	switch (isa) {
 	case VTPU_EXEC_AVX512:
-		return __builtin_cpu_supports("avx512f") &&
-		       __builtin_cpu_supports("fma");
+		return __builtin_cpu_supports("avx512f");
 	case VTPU_EXEC_AVX2:
-		return __builtin_cpu_supports("avx2") &&
-		       __builtin_cpu_supports("fma");
+		return __builtin_cpu_supports("avx2");
 	default:
 		return true;
 	}

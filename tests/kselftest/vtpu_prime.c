@@ -214,34 +214,6 @@ TEST_F(prime, another_device_cannot_import)
 	EXPECT_EQ(0, vtpu_bo_close(self->fd, c.handle));
 }
 
-/* A vgem card (loading vgem if need be), or -1. */
-static int vgem_open(void)
-{
-	char path[32];
-
-	if (system("modprobe vgem 2>/dev/null")) {
-		/* Not fatal: it may be built in, or already loaded. */
-	}
-	for (int i = 0; i < 16; i++) {
-		drmVersionPtr v;
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		if (v && !strcmp(v->name, "vgem")) {
-			drmFreeVersion(v);
-			return fd;
-		}
-		if (v)
-			drmFreeVersion(v);
-		close(fd);
-	}
-	return -1;
-}
-
 /*
  * Another driver imports an HBM buffer: vgem attaches to the dma-buf and
  * maps it for its device, which takes our sg table of the HBM pages.
@@ -252,7 +224,7 @@ static int vgem_open(void)
 TEST(vgem_imports_an_hbm_buffer)
 {
 	struct drm_vtpu_bo_create c;
-	int fd = vtpu_open(0), vgem = vgem_open(), dmabuf, minor;
+	int fd = vtpu_open(0), vgem = vtpu_vgem_open(), dmabuf, minor;
 	__u64 before, used;
 	__u32 imported;
 

@@ -348,7 +348,9 @@ struct drm_vtpu_sync {
  * vtpu.ko loaded for as long as it exists (a sync_file, say). The job's
  * id can be waited on with DRM_IOCTL_VTPU_JOB_WAIT until a wait reports
  * its completion. Only the bound ranges of backing-store buffers are
- * pinned, and only while the job holds them.
+ * pinned; the last range a job bound of a buffer stays mapped for the
+ * next job that binds it, until a job binds another range of it or the
+ * buffer is freed (drm-resident-host in fdinfo counts those pages).
  *
  * Errors: -EINVAL nonzero @flags or padding, bad sync/binding flags, a
  * range outside its buffer, a program that fails validation (the reason

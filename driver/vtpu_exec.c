@@ -9,10 +9,10 @@
  * VTPU_EXEC_ISA below), with kernel FPU support and runs it between
  * kernel_fpu_begin() and kernel_fpu_end(); userspace builds it the same
  * three times with -ffp-contract=off. Every float operation is an IEEE
- * operation in an order fixed by this code, and the transcendentals are our own, so a program gives
- * bit-identical results in the kernel and in userspace, whichever build
- * the CPU runs. Nothing with a float in its signature is visible outside
- * this file.
+ * operation in an order fixed by this code, and the transcendentals are
+ * our own, so a program gives bit-identical results in the kernel and in
+ * userspace, whichever build the CPU runs. Nothing with a float in its
+ * signature is visible outside this file.
  *
  * The validator (vtpu_prog.c) has checked every operand: tiles lie inside
  * VMEM, DMA extents inside their bindings, shapes agree, a destination is
@@ -50,8 +50,9 @@
  * which name their build in VTPU_EXEC_ISA. What is compiled differs in
  * vector width only: -ffp-contract=off everywhere, so elementwise code
  * the compiler vectorizes computes the same IEEE operations in any width,
- * and so does MATMUL's explicitly vectorized multiply-add. The plain build also holds what does
- * not depend on the ISA: vtpu_exec_init() and the dispatch.
+ * and so does MATMUL's explicitly vectorized multiply-add. The plain
+ * build also holds what does not depend on the ISA: vtpu_exec_init() and
+ * the dispatch.
  */
 #ifndef VTPU_EXEC_ISA
 #define VTPU_EXEC_ISA		sse2
@@ -70,20 +71,20 @@
  * MATMUL's vector: VTPU_VW f32 lanes in one register (GCC vector
  * extensions, no intrinsics: the kernel has no <immintrin.h>). The
  * weight of one lane's multiply-add, in work units (see VTPU_W_INSN),
- * is VTPU_W_FMA_NUM / VTPU_W_FMA_DEN.
+ * is VTPU_W_MADD_NUM / VTPU_W_MADD_DEN.
  */
 #if defined(__AVX512F__)
 #define VTPU_VW			16
-#define VTPU_W_FMA_NUM		1
-#define VTPU_W_FMA_DEN		4
+#define VTPU_W_MADD_NUM		1
+#define VTPU_W_MADD_DEN		4
 #elif defined(__AVX2__)
 #define VTPU_VW			8
-#define VTPU_W_FMA_NUM		1
-#define VTPU_W_FMA_DEN		2
+#define VTPU_W_MADD_NUM		1
+#define VTPU_W_MADD_DEN		2
 #else
 #define VTPU_VW			4
-#define VTPU_W_FMA_NUM		1
-#define VTPU_W_FMA_DEN		1
+#define VTPU_W_MADD_NUM		1
+#define VTPU_W_MADD_DEN		1
 #endif
 #define VTPU_VF float __attribute__((vector_size(VTPU_VW * 4)))
 #define VTPU_VI int __attribute__((vector_size(VTPU_VW * 4)))
@@ -1372,15 +1373,16 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
  * A piece of MATMUL is VTPU_MC rows of d through one panel of b: VTPU_KC
  * steps of k by VTPU_NR columns, packed by the panel's first piece. e->cur
  * holds the next piece's first k, column and row, in the loop order kb,
- * jb, ib. Besides the multiply-adds (see VTPU_W_FMA_NUM; twice that with a
+ * jb, ib. Besides the multiply-adds (see VTPU_W_MADD_NUM; twice that with a
  * bf16 operand, widened as it is loaded), a piece costs its passage
  * through d and its part of a, and the first one of a panel packs it.
  */
 #define VTPU_W_PACK	8	/* per element of b packed */
 #define VTPU_W_D	8	/* per element of d loaded and stored */
 #define VTPU_W_A	4	/* per element of a */
-#define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * (VTPU_NR * 2 * VTPU_W_FMA_NUM / \
-						      VTPU_W_FMA_DEN + VTPU_W_A) + \
+#define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * \
+				 (VTPU_NR * 2 * VTPU_W_MADD_NUM / VTPU_W_MADD_DEN + \
+				  VTPU_W_A) + \
 				 VTPU_NR * (VTPU_KC * VTPU_W_PACK + \
 					    VTPU_MC * VTPU_W_D) + VTPU_W_PIECE)
 
@@ -1433,8 +1435,8 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 		.k = trans_a ? ta->rows : ta->cols,
 		.acc = in->flags & VTPU_F_ACC,
 	};
-	u32 w = VTPU_NR * VTPU_W_FMA_NUM * (1 + (mm.a.bf16 || mm.b.bf16)) /
-		VTPU_W_FMA_DEN;
+	u32 w = VTPU_NR * VTPU_W_MADD_NUM * (1 + (mm.a.bf16 || mm.b.bf16)) /
+		VTPU_W_MADD_DEN;
 	struct vtpu_exec_cursor *c = &e->cur;
 	u32 kc, mc, nr;
 
@@ -1500,7 +1502,8 @@ static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 }
 
 /* vtpu_exec_step() of this build, which the dispatch below calls. */
-int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e, u32 max_insns)
+int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
+						 u32 max_insns)
 {
 	const struct vtpu_insn *in;
 

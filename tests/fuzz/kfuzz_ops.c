@@ -870,9 +870,17 @@ void kf_op_raw(struct kf_rng *r)
 				  nr == 0xca || nr == 0xcb || nr == 0xcd);
 	for (i = 0; i < 64; i++)
 		buf[i] = small || kf_chance(r, 50) ? kf_below(r, 4) : kf_rand(r);
-	/* Not a handle the model holds (kf_op_program destroys those). */
-	if (nr == DRM_COMMAND_BASE + DRM_VTPU_PROGRAM_DESTROY)
+	/*
+	 * Not a handle the model holds (kf_op_program destroys those): bit
+	 * 31 set, and copied in whole, since DRM copies only the first
+	 * @size bytes and zero-fills the rest.
+	 */
+	if (nr == DRM_COMMAND_BASE + DRM_VTPU_PROGRAM_DESTROY) {
 		buf[0] |= 0x80000000;
+		if (size < sizeof(struct drm_vtpu_program_destroy))
+			size = sizeof(struct drm_vtpu_program_destroy);
+		req = _IOC(dir, DRM_IOCTL_BASE, nr, size);
+	}
 	/* Large sizes read past buf: the kernel must only fault. */
 	ret = kf_ioctl(kf_file_fd(f, r), req,
 		       kf_chance(r, 80) && size <= sizeof(buf) ? (void *)buf :

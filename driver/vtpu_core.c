@@ -89,31 +89,36 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 			  u64 deadline, u64 *insns)
 {
 	struct vtpu_exec *exec = core->exec;
+	bool first = true;
 	int done = 0;
 
 	/* No data may pass from one job to the next through VMEM. */
 	memset(core->vmem, 0, job->info.vmem_size);
 
-	/* vtpu_exec.c's code may use vector registers, even here. */
-	kernel_fpu_begin();
-	vtpu_exec_init(exec, &job->info, job->ebind, core->vmem);
-	kernel_fpu_end();
-	exec->trace = vtpu_core_trace;
-	exec->trace_arg = job;
-
+	*insns = 0;
 	while (!done) {
 		u64 now = ktime_get_ns();
 		u64 t;
 
-		/* Instructions completed: one cut off by a timeout is not. */
-		*insns = exec->insns;
 		if (atomic_read(&job->abort) || now > deadline)
 			return -ETIMEDOUT;
 
 		kernel_fpu_begin();
+		/*
+		 * vtpu_exec.c is FPU code throughout (the compiler clears the
+		 * state with vector stores): it starts in the first section.
+		 */
+		if (first) {
+			vtpu_exec_init(exec, &job->info, job->ebind, core->vmem);
+			exec->trace = vtpu_core_trace;
+			exec->trace_arg = job;
+			first = false;
+		}
 		done = vtpu_exec_step(exec, VTPU_SLICE_INSNS);
 		kernel_fpu_end();
 		t = ktime_get_ns();
+		/* Instructions completed: one cut off by a timeout is not. */
+		*insns = exec->insns;
 
 		/* Only this core's worker writes it. */
 		if (t - now > atomic64_read(&core->section_max_ns))

@@ -69,23 +69,18 @@
 
 /*
  * MATMUL's vector: VTPU_VW f32 lanes in one register (GCC vector
- * extensions, no intrinsics: the kernel has no <immintrin.h>). The
- * weight of one lane's multiply-add, in work units (see VTPU_W_INSN),
- * is VTPU_W_MADD_NUM / VTPU_W_MADD_DEN.
+ * extensions, no intrinsics: the kernel has no <immintrin.h>). One work
+ * unit (see VTPU_W_INSN) pays for VTPU_VW / 4 lanes' multiply-adds: a
+ * register's worth costs about the same whatever its width.
  */
 #if defined(__AVX512F__)
 #define VTPU_VW			16
-#define VTPU_W_MADD_NUM		1
-#define VTPU_W_MADD_DEN		4
 #elif defined(__AVX2__)
 #define VTPU_VW			8
-#define VTPU_W_MADD_NUM		1
-#define VTPU_W_MADD_DEN		2
 #else
 #define VTPU_VW			4
-#define VTPU_W_MADD_NUM		1
-#define VTPU_W_MADD_DEN		1
 #endif
+#define VTPU_MADDS_PER_UNIT	(VTPU_VW / 4)
 #define VTPU_VF float __attribute__((vector_size(VTPU_VW * 4)))
 #define VTPU_VI int __attribute__((vector_size(VTPU_VW * 4)))
 
@@ -1161,7 +1156,7 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
  * between k blocks, exactly), never their order.
  */
 #if VTPU_VW == 16
-#define VTPU_MR		12
+#define VTPU_MR		VTPU_EXEC_MR_MAX
 #else
 #define VTPU_MR		6
 #endif
@@ -1339,7 +1334,7 @@ static void vtpu_mm_kernel_edge(struct vtpu_exec *e, const struct vtpu_mm *mm,
 	float *c = (float *)e->edge;
 	u32 r;
 
-	BUILD_BUG_ON(VTPU_MR * VTPU_NR * sizeof(*c) > sizeof(e->edge));
+	BUILD_BUG_ON(VTPU_MR > VTPU_EXEC_MR_MAX || VTPU_NR > VTPU_EXEC_NR_MAX);
 	for (r = 0; load && r < rows; r++)
 		memcpy(c + r * VTPU_NR, d + r * mm->ds, nr * sizeof(*c));
 	vtpu_mm_kernel(mm, rows, kc, a, p, c, VTPU_NR, load);
@@ -1373,7 +1368,7 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
  * A piece of MATMUL is VTPU_MC rows of d through one panel of b: VTPU_KC
  * steps of k by VTPU_NR columns, packed by the panel's first piece. e->cur
  * holds the next piece's first k, column and row, in the loop order kb,
- * jb, ib. Besides the multiply-adds (see VTPU_W_MADD_NUM; twice that with a
+ * jb, ib. Besides the multiply-adds (see VTPU_MADDS_PER_UNIT; twice that with a
  * bf16 operand, widened as it is loaded), a piece costs its passage
  * through d and its part of a, and the first one of a panel packs it.
  */
@@ -1381,7 +1376,7 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
 #define VTPU_W_D	8	/* per element of d loaded and stored */
 #define VTPU_W_A	4	/* per element of a */
 #define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * \
-				 (VTPU_NR * 2 * VTPU_W_MADD_NUM / VTPU_W_MADD_DEN + \
+				 (VTPU_NR * 2 / VTPU_MADDS_PER_UNIT + \
 				  VTPU_W_A) + \
 				 VTPU_NR * (VTPU_KC * VTPU_W_PACK + \
 					    VTPU_MC * VTPU_W_D) + VTPU_W_PIECE)
@@ -1395,7 +1390,7 @@ static void vtpu_mm_piece(struct vtpu_exec *e, const struct vtpu_mm *mm,
 	const u8 *a;
 	float *d;
 
-	BUILD_BUG_ON(VTPU_KC * VTPU_NR * sizeof(*p) > sizeof(e->pack));
+	BUILD_BUG_ON(VTPU_KC > VTPU_EXEC_KC || VTPU_NR > VTPU_EXEC_NR_MAX);
 	if (!ib)
 		vtpu_mm_pack(mm, p, kb, kc, jb, nr);
 	for (i = ib; i < ib + mc; i += VTPU_MR) {
@@ -1435,8 +1430,7 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 		.k = trans_a ? ta->rows : ta->cols,
 		.acc = in->flags & VTPU_F_ACC,
 	};
-	u32 w = VTPU_NR * VTPU_W_MADD_NUM * (1 + (mm.a.bf16 || mm.b.bf16)) /
-		VTPU_W_MADD_DEN;
+	u32 w = VTPU_NR * (1 + (mm.a.bf16 || mm.b.bf16)) / VTPU_MADDS_PER_UNIT;
 	struct vtpu_exec_cursor *c = &e->cur;
 	u32 kc, mc, nr;
 

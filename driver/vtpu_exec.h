@@ -66,10 +66,14 @@ enum vtpu_exec_isa {
 	VTPU_EXEC_ISA_NR,
 };
 
-/* MATMUL packs up to VTPU_EXEC_KC rows of 32 f32 of b at a time. */
+/*
+ * MATMUL's blocking, at most (the AVX-512 build's): register blocks of
+ * VTPU_EXEC_MR_MAX rows by VTPU_EXEC_NR_MAX columns, panels of b of
+ * VTPU_EXEC_KC steps of k.
+ */
+#define VTPU_EXEC_MR_MAX	12
+#define VTPU_EXEC_NR_MAX	32
 #define VTPU_EXEC_KC		128
-#define VTPU_EXEC_PACK_BYTES	(VTPU_EXEC_KC * 32 * 4)
-#define VTPU_EXEC_EDGE_BYTES	(12 * 32 * 4)
 
 /**
  * struct vtpu_exec - one program's execution on one core
@@ -104,8 +108,8 @@ struct vtpu_exec {
 	void (*trace)(void *arg, u32 id);
 	void *trace_arg;
 	enum vtpu_exec_isa isa;
-	u32 pack[VTPU_EXEC_PACK_BYTES / 4];
-	u32 edge[VTPU_EXEC_EDGE_BYTES / 4];
+	u32 pack[VTPU_EXEC_KC * VTPU_EXEC_NR_MAX];
+	u32 edge[VTPU_EXEC_MR_MAX * VTPU_EXEC_NR_MAX];
 };
 
 /* Whether this CPU (and, in the kernel, its FPU state) runs @isa. */

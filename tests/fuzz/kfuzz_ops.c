@@ -23,6 +23,7 @@
 #include <linux/dma-buf.h>
 
 #include "kfuzz.h"
+#include "vtpu_vgem.h"
 
 /* --- files ------------------------------------------------------------------- */
 
@@ -743,31 +744,9 @@ static void dmabuf_ioctl(struct kf_rng *r)
 static int vgem(void)
 {
 	static int fd = -2;
-	char path[32];
-	int i;
 
-	if (fd != -2)
-		return fd;
-	fd = -1;
-	/* Built in, loaded already or absent: all fine. */
-	if (system("modprobe vgem 2>/dev/null") < 0)
-		return fd;
-	for (i = 0; i < 16 && fd < 0; i++) {
-		drmVersionPtr v;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		if (!v || strcmp(v->name, "vgem")) {
-			close(fd);
-			fd = -1;
-		}
-		if (v)
-			drmFreeVersion(v);
-	}
-	kf.vgem_fd = fd;
+	if (fd == -2)
+		kf.vgem_fd = fd = vtpu_vgem_open();
 	return fd;
 }
 

@@ -101,6 +101,27 @@ static int check(struct __test_metadata *_metadata, struct vtpu_graph *g,
 	return bad;
 }
 
+/*
+ * Differentiates @loss by the @np parameters @xs (parameter k is @xs[k]),
+ * outputs (loss, gradients), checks them against finite differences and
+ * frees @g.
+ */
+static void differentiate_and_check(struct __test_metadata *_metadata,
+				    struct vtpu_graph *g, int loss, int np,
+				    const int *xs, const int64_t *sizes)
+{
+	int outs[4];
+
+	ASSERT_GE(3, np);
+	ASSERT_EQ(0, vtpu_g_gradient(g, loss, np, xs, outs + 1))
+		TH_LOG("%s", vtpu_graph_error(g));
+	outs[0] = loss;
+	ASSERT_LE(0, vtpu_g_outputs(g, np + 1, outs));
+	ASSERT_EQ(0, ir_verify(&g->ir)) TH_LOG("%s", vtpu_graph_error(g));
+	EXPECT_EQ(0, check(_metadata, g, np, sizes));
+	vtpu_graph_free(g);
+}
+
 /* A two-layer perceptron's loss: mean(sigmoid(tanh(x W1 + b1) W2) * t). */
 TEST(mlp_loss_matches_finite_differences)
 {
@@ -108,7 +129,7 @@ TEST(mlp_loss_matches_finite_differences)
 	int64_t sizes[] = { 4 * 5, 5 * 3, 3 };
 	int64_t hd[] = { 4, 3 };
 	int dims1[] = { 1 };
-	int x, w1, w2, b1, h, y, loss, outs[4], gr[3], xs[3];
+	int x, w1, w2, b1, h, y, loss, xs[3];
 
 	x = vtpu_g_parameter(g, 0, &SHAPE(VTPU_F32, 4, 5), "x");
 	w1 = vtpu_g_parameter(g, 1, &SHAPE(VTPU_F32, 5, 3), "w1");
@@ -128,13 +149,7 @@ TEST(mlp_loss_matches_finite_differences)
 	loss = vtpu_g_binary(g, VTPU_DIV, w2, vtpu_g_binary(g, VTPU_ADD,
 				vtpu_g_scalar(g, 2.0f), vtpu_g_unary(g, VTPU_ABS, w2)));
 	xs[0] = x, xs[1] = w1, xs[2] = b1;
-	ASSERT_EQ(0, vtpu_g_gradient(g, loss, 3, xs, gr)) TH_LOG("%s", vtpu_graph_error(g));
-	outs[0] = loss;
-	memcpy(outs + 1, gr, sizeof(gr));
-	ASSERT_LE(0, vtpu_g_outputs(g, 4, outs));
-	ASSERT_EQ(0, ir_verify(&g->ir)) TH_LOG("%s", vtpu_graph_error(g));
-	EXPECT_EQ(0, check(_metadata, g, 3, sizes));
-	vtpu_graph_free(g);
+	differentiate_and_check(_metadata, g, loss, 3, xs, sizes);
 }
 
 /* Rank 3: a product of different operands, a 3-cycle transpose, sums. */
@@ -143,7 +158,7 @@ TEST(rank3_product_and_transpose_match_finite_differences)
 	struct vtpu_graph *g = vtpu_graph_new();
 	int64_t sizes[] = { 2 * 3 * 4, 4 };
 	float cdata[24];
-	int x, w, u, v, c, loss, outs[3], gr[2], xs[2], i;
+	int x, w, u, v, c, loss, xs[2], i;
 
 	for (i = 0; i < 24; i++)
 		cdata[i] = 0.1f * (float)(i % 7) + 0.05f;	/* > 0: log's domain */
@@ -162,13 +177,7 @@ TEST(rank3_product_and_transpose_match_finite_differences)
 				vtpu_g_binary(g, VTPU_MUL, v, v), c)));
 	loss = vtpu_g_reduce(g, VTPU_REDUCE_SUM_OP, v, 3, (int[]){ 0, 1, 2 });
 	xs[0] = x, xs[1] = w;
-	ASSERT_EQ(0, vtpu_g_gradient(g, loss, 2, xs, gr)) TH_LOG("%s", vtpu_graph_error(g));
-	outs[0] = loss;
-	memcpy(outs + 1, gr, sizeof(gr));
-	ASSERT_LE(0, vtpu_g_outputs(g, 3, outs));
-	ASSERT_EQ(0, ir_verify(&g->ir)) TH_LOG("%s", vtpu_graph_error(g));
-	EXPECT_EQ(0, check(_metadata, g, 2, sizes));
-	vtpu_graph_free(g);
+	differentiate_and_check(_metadata, g, loss, 2, xs, sizes);
 }
 
 /* A value the loss does not depend on gets zeros, of its shape. */

@@ -11,6 +11,11 @@
  * or ends. A job a core holds but has not started is still killed when
  * its file is closed (vtpu_file_stats.closed), as if it had been queued.
  *
+ * A scheduler job may carry a chain of small jobs from one io_uring
+ * batch (vtpu_job_chain()): the core runs them right after it, each
+ * against its own deadline, signals each one's fence as it ends, and the
+ * carrier's hardware fence last, since it frees them all.
+ *
  * Execution never happens inside run_job: run_job only initialises the
  * job's hardware fence (preallocated at submit) and queues the job. The
  * work item runs the program in short kernel-FPU sections, rescheduling
@@ -86,7 +91,7 @@ static void vtpu_core_trace(void *arg, u32 id)
 }
 
 static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
-			  u64 deadline, u64 *insns)
+			  atomic_t *abort, u64 deadline, u64 *insns)
 {
 	struct vtpu_exec *exec = core->exec;
 	bool first = true;
@@ -100,7 +105,7 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 		u64 now = ktime_get_ns();
 		u64 t;
 
-		if (atomic_read(&job->abort) || now > deadline)
+		if (atomic_read(abort) || now > deadline)
 			return -ETIMEDOUT;
 
 		kernel_fpu_begin();
@@ -129,14 +134,16 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 	return 0;
 }
 
-static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
+/*
+ * Runs one job's program; @abort is its scheduler job's (the backstop
+ * timeout's). A chained job's own fence signals here.
+ */
+static int vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job,
+			 atomic_t *abort)
 {
 	struct drm_vtpu_profile *p = job->profile;
 	u64 start, end, insns = 0;
-	bool cookie;
 	int ret;
-
-	cookie = dma_fence_begin_signalling();
 
 	if (p) {
 		memset(p, 0, sizeof(*p));
@@ -153,7 +160,7 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 	if (atomic_read(&job->stats->closed))
 		ret = -ESRCH;
 	else
-		ret = vtpu_core_exec(core, job,
+		ret = vtpu_core_exec(core, job, abort,
 				     start + (u64)vtpu_params.job_timeout_ms *
 				     NSEC_PER_MSEC, &insns);
 	end = ktime_get_ns();
@@ -167,7 +174,6 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 		trace_vtpu_job_timeout(core->vdev->index, core->index,
 				       job->client, job->id, insns);
 	}
-	/* The job may be freed once its fence signals: trace it first. */
 	trace_vtpu_job_done(core->vdev->index, core->index, job->client,
 			    job->id, ret, end - start, insns);
 
@@ -178,11 +184,28 @@ static void vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job)
 		p->status = ret;
 		p->trace_count = job->trace_count;
 	}
+	if (job->done)
+		vtpu_job_signal_done(job, ret, end - start);
+	return ret;
+}
 
+/* Runs a scheduler job: its own program, then those chained behind it. */
+static void vtpu_core_run_job(struct vtpu_core *core, struct vtpu_job *job)
+{
+	struct vtpu_job *f;
+	bool cookie;
+	int ret;
+
+	cookie = dma_fence_begin_signalling();
+	ret = vtpu_core_run(core, job, &job->abort);
+	/* Freed with @job, which its hardware fence may free: signal last. */
+	list_for_each_entry(f, &job->chain, chain_node) {
+		atomic64_inc(&core->chained);
+		vtpu_core_run(core, f, &job->abort);
+	}
 	if (ret)
 		dma_fence_set_error(job->hw_fence, ret);
 	dma_fence_signal(job->hw_fence);
-
 	dma_fence_end_signalling(cookie);
 }
 
@@ -200,7 +223,7 @@ static void vtpu_core_work(struct work_struct *work)
 		spin_unlock(&core->lock);
 		if (!job)
 			break;
-		vtpu_core_run(core, job);
+		vtpu_core_run_job(core, job);
 	}
 }
 
@@ -335,11 +358,12 @@ static int vtpu_cores_show(struct seq_file *m, void *unused)
 	for (i = 0; i < vdev->num_cores; i++) {
 		struct vtpu_core *core = &vdev->cores[i];
 
-		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld section_max_ns %lld\n",
+		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld section_max_ns %lld chained %lld\n",
 			   i, atomic64_read(&core->jobs),
 			   atomic64_read(&core->timeouts),
 			   atomic64_read(&core->busy_ns),
-			   atomic64_read(&core->section_max_ns));
+			   atomic64_read(&core->section_max_ns),
+			   atomic64_read(&core->chained));
 	}
 	return 0;
 }

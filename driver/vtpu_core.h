@@ -31,6 +31,7 @@ struct vtpu_job;
  * @work: executes @queue; runs on the device's workqueue
  * @jobs: jobs completed (any status)
  * @timeouts: jobs aborted at the job timeout
+ * @chained: jobs that ran chained behind another (vtpu_job_chain())
  * @busy_ns: time spent executing jobs
  * @section_max_ns: longest non-preemptible (FPU) section so far; debugfs
  *	shows it, and writing to debugfs "cores" resets it
@@ -50,6 +51,7 @@ struct vtpu_core {
 	struct work_struct work;
 	atomic64_t jobs;
 	atomic64_t timeouts;
+	atomic64_t chained;
 	atomic64_t busy_ns;
 	atomic64_t section_max_ns;
 };

@@ -7,8 +7,15 @@
  * entity, which spans all cores of the device. JOB_WAIT waits for a job by
  * id. All allocation and locking happens here, before the job is armed,
  * so the signalling path (vtpu_core.c) needs none.
+ *
+ * The small jobs of one io_uring batch are chained (vtpu_job_chain()):
+ * the first becomes a scheduler job and the others run behind it on the
+ * same core, so a batch costs the scheduler and the cores' workers one
+ * hand-over, not one per job: one doorbell per batch, as blk-mq plugging
+ * gives NVMe. Each chained job still has its own fence and result.
  */
 
+#include <linux/blkdev.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/ktime.h>
 #include <linux/overflow.h>
@@ -68,10 +75,31 @@ static void vtpu_file_stats_release(struct kref *ref)
 	kfree(container_of(ref, struct vtpu_file_stats, ref));
 }
 
+static void vtpu_job_free(struct vtpu_job *job);
+
+/* A chained job that never ran (its file was closed, say) ends here. */
+static void vtpu_job_end_unrun(struct vtpu_job *job)
+{
+	if (job->done && !dma_fence_is_signaled(job->done))
+		vtpu_job_signal_done(job, atomic_read(&job->stats->closed) ?
+				     -ESRCH : -ECANCELED, 0);
+}
+
 static void vtpu_job_free(struct vtpu_job *job)
 {
 	struct vtpu_device *vdev = job->vdev;
+	struct vtpu_job *f, *tmp;
 	unsigned int i;
+
+	list_for_each_entry_safe(f, tmp, &job->chain, chain_node) {
+		list_del(&f->chain_node);
+		vtpu_job_end_unrun(f);
+		vtpu_job_free(f);
+	}
+	if (job->done) {
+		vtpu_job_end_unrun(job);
+		dma_fence_put(job->done);
+	}
 
 	for (i = 0; i < job->nbos; i++) {
 		if (!job->bos[i].bo)
@@ -464,6 +492,7 @@ struct vtpu_out_fence {
 	struct dma_fence base;	/* first: dma_fence_free() frees the whole */
 	spinlock_t lock;	/* Protects base */
 	struct dma_fence_cb cb;
+	u64 exec_ns;		/* a chained job's time on its core */
 };
 
 static const char *vtpu_out_fence_driver_name(struct dma_fence *fence)
@@ -515,6 +544,44 @@ static void vtpu_out_fence_cb(struct dma_fence *done, struct dma_fence_cb *cb)
 	dma_fence_put(&of->base);
 }
 
+/**
+ * vtpu_job_signal_done() - a chained job's program ended (or never ran)
+ * @job: the job; @job->done is its fence
+ * @error: its result, 0 or -errno
+ * @exec_ns: time it spent on its core
+ */
+void vtpu_job_signal_done(struct vtpu_job *job, int error, u64 exec_ns)
+{
+	struct vtpu_out_fence *of = container_of(job->done,
+						 struct vtpu_out_fence, base);
+
+	of->exec_ns = exec_ns;
+	if (error)
+		dma_fence_set_error(job->done, error);
+	dma_fence_signal(job->done);
+}
+
+/**
+ * vtpu_job_exec_us() - time an ended job spent on its core
+ * @done: the finished fence vtpu_job_submit() gave, signalled
+ *
+ * Return: microseconds, 0 when the job never ran.
+ */
+u64 vtpu_job_exec_us(struct dma_fence *done)
+{
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(done);
+
+	if (done->ops == &vtpu_out_fence_ops)
+		return div_u64(container_of(done, struct vtpu_out_fence,
+					    base)->exec_ns, NSEC_PER_USEC);
+	if (s_fence &&
+	    test_bit(DMA_FENCE_FLAG_TIMESTAMP_BIT, &s_fence->scheduled.flags) &&
+	    test_bit(DMA_FENCE_FLAG_TIMESTAMP_BIT, &s_fence->finished.flags))
+		return ktime_us_delta(s_fence->finished.timestamp,
+				      s_fence->scheduled.timestamp);
+	return 0;
+}
+
 /* @out follows @done from now on; takes its own reference on @out. */
 static void vtpu_out_fence_follow(struct dma_fence *out, struct dma_fence *done)
 {
@@ -555,6 +622,8 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
 	job->vdev = vdev;
 	job->nowait = nowait;
 	INIT_LIST_HEAD(&job->node);
+	INIT_LIST_HEAD(&job->chain);
+	INIT_LIST_HEAD(&job->chain_node);
 	atomic_inc(&vdev->jobs_alive);
 
 	/* Counted until freed, whichever path submitted it. */
@@ -573,6 +642,197 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
 	return job;
 }
 
+/*
+ * The out-syncobj and, for a timeline point, the chain node it takes:
+ * looked up and allocated before anything is queued.
+ */
+static int vtpu_job_get_out_sync(struct vtpu_job *job, struct drm_file *file,
+				 const struct drm_vtpu_submit *args,
+				 struct drm_syncobj **out_sync,
+				 struct dma_fence_chain **chain)
+{
+	*out_sync = NULL;
+	*chain = NULL;
+	if (!args->out_sync)
+		return 0;
+	*out_sync = drm_syncobj_find(file, args->out_sync);
+	if (!*out_sync)
+		return -ENOENT;
+	if (!args->out_sync_point)
+		return 0;
+	if (job->nowait)
+		return -EAGAIN;
+	*chain = dma_fence_chain_alloc();
+	return *chain ? 0 : -ENOMEM;
+}
+
+/* Called with the file's submit_lock held, so points go in order. */
+static void vtpu_job_set_out_sync(struct drm_syncobj *out_sync,
+				  struct dma_fence_chain *chain,
+				  struct dma_fence *fence, u64 point)
+{
+	if (chain)
+		drm_syncobj_add_point(out_sync, chain, fence, point);
+	else
+		drm_syncobj_replace_fence(out_sync, fence);
+}
+
+/*
+ * Chaining. A job joins a chain when it comes from io_uring's submission
+ * of a batch (io_uring wraps it in a block plug, whose end is the end of
+ * the batch), waits for no in-sync, and is small: a chain's programs
+ * together do at most one FPU section's work (VTPU_EXEC_BUDGET), so a
+ * chain holds its core about as long as one section of a big job, and
+ * big jobs, whose hand-over costs nothing next to their work, go alone.
+ * The chain's first job is the scheduler job; the core runs the others
+ * after it, each against its own watchdog deadline, and signals each
+ * one's fence as its program ends. The batch's end pushes the chain.
+ *
+ * Jobs of a batch are not ordered (io_uring orders only linked SQEs): a
+ * job that does not chain is queued at once, ahead of the chain.
+ */
+#define VTPU_CHAIN_BUDGET	VTPU_EXEC_BUDGET
+#define VTPU_CHAIN_MAX		32
+
+/* What running a program costs its core, in the executor's work units. */
+static u64 vtpu_job_cost(const struct vtpu_prog_info *info)
+{
+	return info->flops + info->dma_bytes + info->insn_count +
+	       info->vmem_size;
+}
+
+#ifdef CONFIG_BLOCK
+/**
+ * struct vtpu_plug - the chain a file's jobs join during one batch
+ * @cb: blk_check_plugged()'s callback, whose data is the &struct vtpu_file
+ * @leader: the chain's scheduler job, initialised but not yet pushed
+ * @count: jobs in the chain, @leader included
+ * @cost: their vtpu_job_cost()
+ */
+struct vtpu_plug {
+	struct blk_plug_cb cb;	/* first: blk_check_plugged() allocates it */
+	struct vtpu_job *leader;
+	unsigned int count;
+	u64 cost;
+};
+
+/* Pushes the chain; nothing here sleeps (see vtpu_plug_unplug()). */
+static void vtpu_plug_push(struct vtpu_file *vfile, struct vtpu_plug *plug)
+{
+	if (!plug->leader)
+		return;
+	spin_lock(&vfile->submit_lock);
+	drm_sched_job_arm(&plug->leader->base);
+	drm_sched_entity_push_job(&plug->leader->base);
+	spin_unlock(&vfile->submit_lock);
+	plug->leader = NULL;
+}
+
+/*
+ * The batch ended, or its task is about to sleep (@from_schedule: with a
+ * task state set, so this must not sleep, and does not).
+ */
+static void vtpu_plug_unplug(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct vtpu_plug *plug = container_of(cb, struct vtpu_plug, cb);
+
+	vtpu_plug_push(cb->data, plug);
+	kfree(plug);
+}
+
+static struct vtpu_plug *vtpu_plug_get(struct vtpu_file *vfile)
+{
+	struct blk_plug_cb *cb;
+
+	cb = blk_check_plugged(vtpu_plug_unplug, vfile, sizeof(struct vtpu_plug));
+	return cb ? container_of(cb, struct vtpu_plug, cb) : NULL;
+}
+#else
+struct vtpu_plug;
+
+static void vtpu_plug_push(struct vtpu_file *vfile, struct vtpu_plug *plug)
+{
+}
+
+static struct vtpu_plug *vtpu_plug_get(struct vtpu_file *vfile)
+{
+	return NULL;
+}
+#endif
+
+/*
+ * Queues @job on the chain of the batch being submitted. Return: 0 when
+ * it is queued, 1 when it does not chain (not from a batch, or not a
+ * small job), or -errno with nothing queued.
+ */
+static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
+			  struct drm_vtpu_submit *args,
+			  struct dma_fence **done_out)
+{
+	struct vtpu_file *vfile = file->driver_priv;
+	u64 cost = vtpu_job_cost(&job->info);
+	struct dma_fence_chain *chain;
+	struct drm_syncobj *out_sync;
+	struct vtpu_plug *plug;
+	int ret;
+
+	if (args->in_sync_count || cost > VTPU_CHAIN_BUDGET)
+		return 1;
+	plug = vtpu_plug_get(vfile);
+	if (!plug)
+		return 1;
+
+	ret = vtpu_job_get_out_sync(job, file, args, &out_sync, &chain);
+	if (ret)
+		goto err;
+	job->done = vtpu_out_fence_create(vtpu_job_gfp(job));
+	if (!job->done) {
+		ret = -ENOMEM;
+		goto err;
+	}
+
+	if (plug->count == VTPU_CHAIN_MAX ||
+	    plug->cost + cost > VTPU_CHAIN_BUDGET)
+		vtpu_plug_push(vfile, plug);
+	if (!plug->leader) {
+		ret = drm_sched_job_init(&job->base, &vfile->entity, 1, vfile,
+					 file->client_id);
+		if (ret)
+			goto err;
+		plug->leader = job;
+		plug->count = 0;
+		plug->cost = 0;
+	} else {
+		/* The leader's scheduler job and hardware fence carry it. */
+		kfree(job->hw_fence);
+		job->hw_fence = NULL;
+		list_add_tail(&job->chain_node, &plug->leader->chain);
+	}
+	plug->count++;
+	plug->cost += cost;
+
+	job->id = atomic64_inc_return(&vfile->next_id);
+	job->client = file->client_id;
+	if (out_sync) {
+		spin_lock(&vfile->submit_lock);
+		vtpu_job_set_out_sync(out_sync, chain, job->done,
+				      args->out_sync_point);
+		spin_unlock(&vfile->submit_lock);
+		drm_syncobj_put(out_sync);
+	}
+	trace_vtpu_job_submit(job->vdev->index, job->client, job->id,
+			      job->info.insn_count, args->binding_count, true);
+	*done_out = dma_fence_get(job->done);
+	args->job_id = job->id;
+	return 0;
+
+err:
+	dma_fence_chain_free(chain);
+	if (out_sync)
+		drm_syncobj_put(out_sync);
+	return ret;
+}
+
 /**
  * vtpu_job_submit() - validate and queue one job
  * @drm: device
@@ -580,6 +840,7 @@ static struct vtpu_job *vtpu_job_alloc(struct vtpu_device *vdev,
  * @args: the request, already copied into the kernel; @args->job_id is set
  * @done_out: NULL to keep a record JOB_WAIT can find the job by; else it
  *	receives a reference to the job's finished fence and no record is kept
+ *	(io_uring), and the job may be chained (vtpu_job_chain())
  * @nowait: fail with -EAGAIN rather than wait for memory, a lock or a page
  *	of user memory (io_uring's non-blocking attempt). The scheduler's
  *	own fence allocation is the exception: like io_uring's request
@@ -638,6 +899,14 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	if (ret)
 		goto err_free;
 
+	if (!record) {
+		ret = vtpu_job_chain(job, file, args, done_out);
+		if (ret < 0)
+			goto err_free;
+		if (!ret)
+			return 0;
+	}
+
 	ret = drm_sched_job_init(&job->base, &vfile->entity, 1, vfile,
 				 file->client_id);
 	if (ret)
@@ -647,26 +916,14 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 	if (ret)
 		goto err_cleanup;
 
-	if (args->out_sync) {
-		out_sync = drm_syncobj_find(file, args->out_sync);
-		if (!out_sync) {
-			ret = -ENOENT;
-			goto err_cleanup;
-		}
+	ret = vtpu_job_get_out_sync(job, file, args, &out_sync, &chain);
+	if (ret)
+		goto err_cleanup;
+	if (out_sync) {
 		out_fence = vtpu_out_fence_create(vtpu_job_gfp(job));
 		if (!out_fence) {
 			ret = -ENOMEM;
 			goto err_cleanup;
-		}
-		if (args->out_sync_point) {
-			ret = -EAGAIN;
-			if (nowait)
-				goto err_cleanup;
-			chain = dma_fence_chain_alloc();
-			if (!chain) {
-				ret = -ENOMEM;
-				goto err_cleanup;
-			}
 		}
 	}
 
@@ -687,31 +944,24 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		}
 	}
 
-	if (!nowait) {
-		mutex_lock(&vfile->submit_lock);
-	} else if (!mutex_trylock(&vfile->submit_lock)) {
-		ret = -EAGAIN;
-		goto err_cleanup;
-	}
+	spin_lock(&vfile->submit_lock);
 	drm_sched_job_arm(&job->base);
-	done = &job->base.s_fence->finished;
-	if (record)
-		xa_store(&vfile->jobs, id, dma_fence_get(done), GFP_KERNEL);
-	else
-		*done_out = dma_fence_get(done);
+	done = dma_fence_get(&job->base.s_fence->finished);
 	if (out_sync) {
 		vtpu_out_fence_follow(out_fence, done);
-		if (chain)
-			drm_syncobj_add_point(out_sync, chain, out_fence,
-					      args->out_sync_point);
-		else
-			drm_syncobj_replace_fence(out_sync, out_fence);
+		vtpu_job_set_out_sync(out_sync, chain, out_fence,
+				      args->out_sync_point);
 	}
 	trace_vtpu_job_submit(vdev->index, job->client, id, job->info.insn_count,
 			      args->binding_count, !record);
 	drm_sched_entity_push_job(&job->base);
-	mutex_unlock(&vfile->submit_lock);
+	spin_unlock(&vfile->submit_lock);
 
+	/* Into the slot reserved above: this allocates nothing. */
+	if (record)
+		xa_store(&vfile->jobs, id, done, GFP_KERNEL);
+	else
+		*done_out = done;
 	if (out_sync) {
 		dma_fence_put(out_fence);
 		drm_syncobj_put(out_sync);
@@ -807,7 +1057,7 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file)
 	}
 	xa_init(&vfile->jobs);
 	xa_init_flags(&vfile->programs, XA_FLAGS_ALLOC1);
-	mutex_init(&vfile->submit_lock);
+	spin_lock_init(&vfile->submit_lock);
 	file->driver_priv = vfile;
 	return 0;
 }
@@ -835,7 +1085,6 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 	}
 	xa_destroy(&vfile->jobs);
 	vtpu_programs_fini(vfile);
-	mutex_destroy(&vfile->submit_lock);
 	kref_put(&vfile->stats->ref, vtpu_file_stats_release);
 	kfree(vfile);
 }

@@ -6,7 +6,7 @@
 
 #include <linux/dma-fence.h>
 #include <linux/kref.h>
-#include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/xarray.h>
 
 #include <drm/gpu_scheduler.h>
@@ -45,7 +45,9 @@ struct vtpu_file_stats {
  * @jobs: job id -> the job's finished fence, until JOB_WAIT reports it
  * @nrecords: entries in @jobs
  * @next_id: last job id handed out (ioctl and io_uring alike)
- * @submit_lock: serialises arming and pushing jobs of @entity
+ * @submit_lock: serialises arming and pushing jobs of @entity; a spinlock,
+ *	because an io_uring batch's chain is pushed where sleeping is not
+ *	allowed (see vtpu_job_chain())
  * @stats: what fdinfo reports of the file's jobs
  * @programs: program handle -> &struct vtpu_program (a reference)
  * @nprograms: entries in @programs, at most DRM_VTPU_MAX_PROGRAMS
@@ -57,7 +59,7 @@ struct vtpu_file {
 	atomic_t nprograms;
 	atomic_t nrecords;
 	atomic64_t next_id;
-	struct mutex submit_lock; /* Protects job arming order */
+	spinlock_t submit_lock; /* Protects job arming order */
 	struct vtpu_file_stats *stats;
 };
 
@@ -89,6 +91,12 @@ struct vtpu_job_bo {
  * @hw_fence: signalled by the core when the job ends
  * @hw_fence_init: @hw_fence was initialised by run_job
  * @node: entry in &vtpu_core.queue
+ * @chain: the jobs chained behind this one (an io_uring batch's small
+ *	jobs): they run right after it, on the same core, as part of its
+ *	scheduler job, and are freed with it
+ * @chain_node: entry in the @chain of the job that carries this one
+ * @done: a chained job's own finished fence (&struct vtpu_out_fence),
+ *	signalled as soon as its program ends; NULL for other jobs
  * @abort: set by the timeout handler; the core stops at the next slice
  * @queued: SUBMIT time (ns)
  * @nowait: being submitted from a context that must not wait
@@ -113,6 +121,9 @@ struct vtpu_job {
 	struct dma_fence *hw_fence;
 	bool hw_fence_init;
 	struct list_head node;
+	struct list_head chain;
+	struct list_head chain_node;
+	struct dma_fence *done;
 	atomic_t abort;
 	u64 queued;
 	bool nowait;
@@ -136,6 +147,8 @@ void vtpu_job_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		    struct drm_vtpu_submit *args, struct dma_fence **done_out,
 		    bool nowait);
+void vtpu_job_signal_done(struct vtpu_job *job, int error, u64 exec_ns);
+u64 vtpu_job_exec_us(struct dma_fence *done);
 int vtpu_ioctl_submit(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 int vtpu_ioctl_job_wait(struct drm_device *drm, void *data,

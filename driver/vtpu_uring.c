@@ -26,7 +26,6 @@
 
 #include <drm/drm_file.h>
 #include <drm/drm_print.h>
-#include <drm/gpu_scheduler.h>
 #include <drm/vtpu_accel.h>
 
 #include "vtpu_drv.h"
@@ -73,13 +72,8 @@ static void vtpu_uring_req_free(struct vtpu_uring_req *req)
 /* The big CQE: job id, and microseconds the job spent on its core. */
 static u64 vtpu_uring_res2(struct vtpu_uring_req *req)
 {
-	struct drm_sched_fence *s_fence = to_drm_sched_fence(req->done);
-	u64 us = 0;
+	u64 us = vtpu_job_exec_us(req->done);
 
-	if (test_bit(DMA_FENCE_FLAG_TIMESTAMP_BIT, &s_fence->scheduled.flags) &&
-	    test_bit(DMA_FENCE_FLAG_TIMESTAMP_BIT, &s_fence->finished.flags))
-		us = ktime_us_delta(s_fence->finished.timestamp,
-				    s_fence->scheduled.timestamp);
 	return (min_t(u64, us, U32_MAX) << 32) | lower_32_bits(req->job_id);
 }
 

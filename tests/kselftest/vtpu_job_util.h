@@ -159,6 +159,28 @@ static inline long vtpu_core_timeouts(int minor)
 	return total;
 }
 
+/* Sum of "chained N" over the cores of one device; -errno if unreadable. */
+static inline long vtpu_core_chained(int minor)
+{
+	char path[PATH_MAX], line[200];
+	long total = -EPROTO;
+	const char *c;
+	FILE *f;
+
+	if (vtpu_debugfs_path(minor, "cores", path, sizeof(path)))
+		return -ENOENT;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		c = strstr(line, " chained ");
+		if (c && !strncmp(line, "core ", 5))
+			total = (total < 0 ? 0 : total) + atol(c + 9);
+	}
+	fclose(f);
+	return total;
+}
+
 /* Polls until no job of the device is alive; false after @secs. */
 static inline bool vtpu_wait_idle(int minor, int secs)
 {

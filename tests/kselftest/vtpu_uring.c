@@ -116,6 +116,185 @@ TEST_F(uring, batch_of_64_completes_correctly)
 	batch(_metadata, self, 64);
 }
 
+static void submit_slow_batch(struct vtpu_sq *sq, int fd, struct vtpu_buf *prog,
+			      size_t size, struct vtpu_buf *out,
+			      struct drm_vtpu_binding *b, unsigned int n);
+
+/* Reaps @n completions into @done; false if one is missing. */
+static bool reap_all(struct vtpu_sq *sq, struct vtpu_completion *done,
+		     unsigned int n)
+{
+	unsigned int got = 0;
+
+	while (got < n) {
+		int r = vtpu_sq_reap(sq, done + got, n - got, 1);
+
+		if (r <= 0)
+			return false;
+		got += r;
+	}
+	return true;
+}
+
+/*
+ * The small jobs of one io_uring_enter() are chained: one scheduler job
+ * carries them to a core. Each still ends on its own: its own result,
+ * CQE, profile and time on the core.
+ */
+TEST_F(uring, small_jobs_of_a_batch_run_chained_with_their_own_results)
+{
+	static float ref[N * (N + 1)];
+	struct vtpu_completion done[16];
+	struct vtpu_buf prof[16];
+	long before, chained = 0;
+	unsigned int i, round;
+
+	for (i = 0; i < 16; i++, self->nc++) {
+		ASSERT_EQ(0, compute_setup(self->fd, &self->c[i], 400 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096,
+					  DRM_VTPU_PLACEMENT_HOST, &prof[i]));
+	}
+	/*
+	 * The first job to bind a backing-store range maps it, which the
+	 * non-blocking attempt leaves to io-wq, unchained; the range stays
+	 * mapped, so the second round binds mapped ranges, as every
+	 * execution of a loaded model does.
+	 */
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 16; i++) {
+			struct drm_vtpu_submit s = request(&self->c[i]);
+
+			s.profile_handle = prof[i].handle;
+			memset(self->c[i].out.map, 0, self->c[i].out.size);
+			ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s, i));
+		}
+		before = vtpu_core_chained(self->minor);
+		ASSERT_LE(0, before);
+		ASSERT_EQ(16, vtpu_sq_submit(&self->sq));
+		ASSERT_TRUE(reap_all(&self->sq, done, 16));
+		chained = vtpu_core_chained(self->minor) - before;
+	}
+	/* All 16 fit one chain; one retried from io-wq would go alone. */
+	EXPECT_LE(8, chained) TH_LOG("%ld of 16 jobs chained", chained);
+	EXPECT_GE(15, chained);
+
+	for (i = 0; i < 16; i++) {
+		unsigned int k = done[i].user_data;
+		const struct drm_vtpu_profile *p;
+
+		ASSERT_GT(16, k);
+		p = prof[k].map;
+		EXPECT_EQ(0, done[i].status);
+		EXPECT_EQ(0, p->status);
+		EXPECT_EQ(3, p->trace_count);
+		EXPECT_GT(self->q.core_count, p->core);
+		EXPECT_LE(p->queued, p->start);
+		EXPECT_LE(p->start, p->end);
+		/* The CQE's time covers the job's run, not its chain's. */
+		EXPECT_LE((p->end - p->start) / 1000, done[i].device_us);
+		EXPECT_GE((p->end - p->queued) / 1000 + 1, done[i].device_us);
+		ASSERT_EQ(0, compute_reference(&self->c[k], self->q.vmem_size,
+					       ref));
+		EXPECT_EQ(0, memcmp(ref, self->c[k].out.map, sizeof(ref)))
+			TH_LOG("job %u: wrong result", k);
+	}
+	for (i = 0; i < 16; i++)
+		vtpu_buf_free(self->fd, &prof[i]);
+}
+
+/* One SQE per io_uring_enter(), or ioctls: nothing to chain. */
+TEST_F(uring, jobs_submitted_one_at_a_time_are_not_chained)
+{
+	struct vtpu_completion done;
+	long before;
+	unsigned int i;
+	__u64 id;
+
+	ASSERT_EQ(0, compute_setup(self->fd, &self->c[0], 7,
+				   DRM_VTPU_PLACEMENT_AUTO));
+	self->nc = 1;
+	before = vtpu_core_chained(self->minor);
+	ASSERT_LE(0, before);
+	for (i = 0; i < 8; i++) {
+		struct drm_vtpu_submit s = request(&self->c[0]);
+
+		ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s, i));
+		ASSERT_EQ(1, vtpu_sq_submit(&self->sq));
+		ASSERT_TRUE(reap_all(&self->sq, &done, 1));
+		EXPECT_EQ(0, done.status);
+	}
+	for (i = 0; i < 8; i++) {
+		struct vtpu_submit_args a = {
+			.prog = &self->c[0].prog,
+			.prog_size = self->c[0].prog_size,
+			.bind = self->c[0].bind, .nbind = 3,
+		};
+		int status = -1;
+
+		ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+		ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+		EXPECT_EQ(0, status);
+	}
+	EXPECT_EQ(before, vtpu_core_chained(self->minor));
+}
+
+/* Big jobs gain nothing from a chain and would hold a core: alone. */
+TEST_F(uring, big_jobs_of_a_batch_are_not_chained)
+{
+	struct vtpu_completion done[4];
+	struct drm_vtpu_binding b;
+	struct vtpu_buf prog, out;
+	long before;
+	size_t size;
+	unsigned int i;
+	/* 5.2 MFLOP each, over the chain's budget of 2 Mi work units */
+	void *p = vtpu_prog_spin(64, 10, &size);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 64 * 64 * 4,
+				  DRM_VTPU_PLACEMENT_AUTO, &out));
+	before = vtpu_core_chained(self->minor);
+	ASSERT_LE(0, before);
+	submit_slow_batch(&self->sq, self->fd, &prog, size, &out, &b, 4);
+	ASSERT_TRUE(reap_all(&self->sq, done, 4));
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(0, done[i].status);
+	EXPECT_EQ(before, vtpu_core_chained(self->minor));
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &out);
+}
+
+/* A chained job's out-syncobj carries that job's own fence. */
+TEST_F(uring, chained_jobs_signal_their_out_syncobjs)
+{
+	struct vtpu_completion done[8];
+	__u32 sync[8];
+	unsigned int i;
+
+	for (i = 0; i < 8; i++, self->nc++) {
+		struct drm_vtpu_submit s;
+
+		ASSERT_EQ(0, compute_setup(self->fd, &self->c[i], 500 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync[i]));
+		s = request(&self->c[i]);
+		s.out_sync = sync[i];
+		ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s, i));
+	}
+	ASSERT_EQ(8, vtpu_sq_submit(&self->sq));
+	ASSERT_TRUE(reap_all(&self->sq, done, 8));
+	for (i = 0; i < 8; i++) {
+		EXPECT_EQ(0, done[i].status);
+		/* Signalled by the time its CQE was posted. */
+		EXPECT_EQ(0, drmSyncobjWait(self->fd, &sync[i], 1, 0, 0, NULL))
+			TH_LOG("syncobj %u not signalled", i);
+		drmSyncobjDestroy(self->fd, sync[i]);
+	}
+}
+
 /* Bad requests fail in their own CQE with the ioctl's errno. */
 TEST_F(uring, invalid_request_fails_in_its_cqe_others_succeed)
 {
@@ -299,7 +478,7 @@ static void leave_with_jobs_in_flight(struct __test_metadata *_metadata,
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct drm_vtpu_binding b;
-		struct vtpu_buf prog, out;
+		struct vtpu_buf prog, small, out;
 		struct vtpu_sq sq;
 		size_t size;
 		int fd = vtpu_open(0);
@@ -311,7 +490,12 @@ static void leave_with_jobs_in_flight(struct __test_metadata *_metadata,
 		    vtpu_sq_init(&sq, fd, 64, VTPU_SQ_URING))
 			_exit(3);
 		submit_slow_batch(&sq, fd, &prog, size, &out, &b, 32);
-		fprintf(stderr, "# child: 32 jobs queued in %lld ms\n",
+		/* and a chain of small ones behind them, killed with them */
+		p = vtpu_prog_spin(8, 1, &size);
+		if (!p || vtpu_buf_prog(fd, p, size, &small))
+			_exit(3);
+		submit_slow_batch(&sq, fd, &small, size, &out, &b, 32);
+		fprintf(stderr, "# child: 64 jobs queued in %lld ms\n",
 			(long long)(vtpu_now_ns() - t0) / 1000000);
 		if (kill_process)
 			kill(getpid(), SIGKILL);

@@ -498,6 +498,15 @@ struct drm_vtpu_job_wait {
  *   big_cqe[0] (IORING_SETUP_CQE32 rings): bits 0-31 the low 32 bits of
  *           the job id, bits 32-63 the time the job spent on its core in
  *           microseconds, saturated at 0xffffffff
+ * Small jobs of one batch run chained: the commands one io_uring_enter()
+ * submits (a batch, when there are more than two) that wait for no
+ * in-sync and whose programs together do at most 2^21 of the executor's
+ * work units (about 0.2 ms) may go to a core as one scheduler job, up to
+ * 32 of them, and run there back to back. Each still has its own job id,
+ * result, CQE, profile, out-syncobj fence and job timeout; a batch costs
+ * the scheduler one hand-over instead of one per job. Commands are
+ * ordered only when linked (IOSQE_IO_LINK), as io_uring orders them: a
+ * job of the batch that does not chain may start before those that do.
  * Commands still in flight when their ring goes away complete with
  * -ECANCELED; their jobs end as SUBMIT describes (a running job runs to
  * its end; once the file is closed, queued ones never start) and release

@@ -113,7 +113,11 @@ static void put_dma(FILE *f, const struct vtpu_insn *in)
 	else
 		snprintf(side, sizeof(side), "b%u+0x%llx s%u %s", m->binding,
 			 (unsigned long long)m->offset, m->stride, dt_name(m->dtype));
-	if (in->op == VTPU_OP_DMA_LOAD) {
+	if (in->op == VTPU_OP_DMA_GATHER) {
+		put_tile(f, &m->v);
+		fprintf(f, " <- %s [rows of %u at i32 @0x%x%s]", side, m->rows,
+			m->index, in->flags & VTPU_F_INDEX_WRAP ? ", wrapped" : "");
+	} else if (in->op == VTPU_OP_DMA_LOAD) {
 		put_tile(f, &m->v);
 		fprintf(f, " <- %s", side);
 	} else {

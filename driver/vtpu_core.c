@@ -130,8 +130,8 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 			atomic64_set(&core->section_max_ns, t - now);
 		cond_resched();
 	}
-	*insns = exec->insns;
-	return 0;
+	/* 1 at END, or the program's fault (-ERANGE: a gather index). */
+	return done < 0 ? done : 0;
 }
 
 /*

@@ -15,9 +15,6 @@
 #define VTPU_DRIVER_NAME	"vtpu"
 #define VTPU_DRIVER_DESC	"Emulated TPU cores"
 
-/* Instruction-set version the emulated cores execute. */
-#define VTPU_ISA_VERSION	1
-
 /* Module parameters, fixed once the module is loaded. */
 struct drm_gpu_scheduler;
 struct vtpu_core;

@@ -1117,13 +1117,46 @@ static void vtpu_dma_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
 			     m->dtype, v, m->v.dtype, n);
 }
 
+/*
+ * DMA_GATHER, columns [@j, @j + @n) of row @r: from the table row its
+ * index names, checked against the table (the validator checked the
+ * whole table against the binding). A bad index faults the job.
+ */
+static void vtpu_gather_segment(struct vtpu_exec *e,
+				const struct vtpu_insn *in, u32 r, u32 j, u32 n)
+{
+	const struct vtpu_dma *m = &in->dma;
+	u8 *v = vtpu_row(e, &m->v, r) + (size_t)j * vtpu_esize(m->v.dtype);
+	const u8 *table;
+	s64 i;
+	s32 x;
+
+	if (e->fault)
+		return;
+	memcpy(&x, e->vmem + m->index + 4 * (size_t)r, sizeof(x));
+	i = x;
+	if (i < 0 && (in->flags & VTPU_F_INDEX_WRAP))
+		i += m->rows;
+	if (i < 0 || i >= m->rows) {
+		e->fault = -ERANGE;
+		return;
+	}
+	table = m->binding == VTPU_BINDING_CONSTANTS ? e->prog->consts :
+		(const u8 *)e->bindings[m->binding].data;
+	vtpu_dma_row(v, m->v.dtype,
+		     table + m->offset + (u64)i * m->stride +
+		     (u64)j * vtpu_esize(m->dtype), m->dtype, n);
+}
+
 static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 {
 	const struct vtpu_dma *m = &in->dma;
 
 	return vtpu_exec_elems(e, in, m->v.rows, m->v.cols,
 			       m->dtype == m->v.dtype ? VTPU_W_MOVE :
-			       VTPU_W_SLOW, vtpu_dma_segment);
+			       VTPU_W_SLOW,
+			       in->op == VTPU_OP_DMA_GATHER ?
+			       vtpu_gather_segment : vtpu_dma_segment);
 }
 
 /*
@@ -1474,6 +1507,7 @@ static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 		return true;
 	case VTPU_OP_DMA_LOAD:
 	case VTPU_OP_DMA_STORE:
+	case VTPU_OP_DMA_GATHER:
 		return vtpu_exec_dma(e, in);
 	case VTPU_OP_MATMUL:
 		return vtpu_exec_matmul(e, in);
@@ -1503,12 +1537,16 @@ int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
 
 	e->work = 0;
 	for (; max_insns; max_insns--) {
+		if (e->fault)
+			return e->fault;
 		if (e->pc >= e->prog->insn_count)
 			return 1;
 		in = &e->prog->code[e->pc];
 		e->work += VTPU_W_INSN;
 		if (!vtpu_exec_insn(e, in))
 			return 0;
+		if (e->fault)
+			return e->fault;
 		e->pc++;
 		e->insns++;
 		if (in->op == VTPU_OP_END)
@@ -1603,6 +1641,7 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 	e->trace = NULL;
 	e->trace_arg = NULL;
 	e->isa = vtpu_exec_isa_best();
+	e->fault = 0;
 }
 
 /**
@@ -1619,7 +1658,8 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
  * work. @e->insns counts an instruction once, when it completes. Once END
  * has executed, further calls do nothing and return 1.
  *
- * Return: 1 once END has executed, 0 while work remains.
+ * Return: 1 once END has executed, 0 while work remains, or a -errno
+ * once the program has faulted (@e->fault; every later call returns it).
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
 {

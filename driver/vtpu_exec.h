@@ -91,6 +91,8 @@ enum vtpu_exec_isa {
  * @trace_arg: passed to @trace
  * @isa: the build that runs it; vtpu_exec_init() sets the best one the
  *	CPU has, and tests may choose any vtpu_exec_isa_supported() one
+ * @fault: 0, or why the program stopped: -ERANGE for a DMA_GATHER index
+ *	outside its table
  * @pack: MATMUL's packed panel of b, kept between resumed pieces
  * @edge: MATMUL's copy of a block narrower than its registers
  *
@@ -108,6 +110,7 @@ struct vtpu_exec {
 	void (*trace)(void *arg, u32 id);
 	void *trace_arg;
 	enum vtpu_exec_isa isa;
+	int fault;
 	u32 pack[VTPU_EXEC_KC * VTPU_EXEC_NR_MAX];
 	u32 edge[VTPU_EXEC_MR_MAX * VTPU_EXEC_NR_MAX];
 };
@@ -126,8 +129,9 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
  * Runs instructions until END, until @max_insns instructions have been
  * started or resumed, or until @e->budget of work is done, whichever
  * comes first; a long instruction is left part done and the next call
- * resumes it. Returns 1 once END has executed, 0 while work remains. The
- * kernel calls it inside kernel_fpu_begin()/end() and reschedules
+ * resumes it. Returns 1 once END has executed, 0 while work remains, or
+ * the program's fault (a -errno, @e->fault) once it has stopped on one.
+ * The kernel calls it inside kernel_fpu_begin()/end() and reschedules
  * between calls.
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns);

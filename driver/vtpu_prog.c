@@ -110,7 +110,8 @@ static int vtpu_check_header(struct vtpu_prog_check *c, u64 size, u64 core_vmem)
 		return vtpu_reject(c, "bad magic");
 	if (h->format_version != VTPU_PROG_FORMAT_VERSION)
 		return vtpu_reject(c, "unsupported format version");
-	if (h->isa_version != VTPU_ISA_VERSION)
+	if (h->isa_version < VTPU_ISA_VERSION_MIN ||
+	    h->isa_version > VTPU_ISA_VERSION)
 		return vtpu_reject(c, "unsupported ISA version");
 	if (h->header_size != sizeof(*h))
 		return vtpu_reject(c, "bad header size");
@@ -273,10 +274,40 @@ static bool vtpu_shape_is(const struct vtpu_tile *t, u32 rows, u32 cols)
 	return t->rows == rows && t->cols == cols;
 }
 
+/*
+ * DMA_GATHER's indices, as the tile they are (one row of s32), and the
+ * extent of its whole table in the binding.
+ */
+static int vtpu_check_gather(struct vtpu_prog_check *c,
+			     const struct vtpu_insn *in, u64 row, u64 *end)
+{
+	const struct vtpu_dma *m = &in->dma;
+	struct vtpu_tile idx = {
+		.addr = m->index, .rows = 1, .cols = m->v.rows,
+		.stride = m->v.rows, .dtype = VTPU_DT_S32,
+	};
+	int ret;
+
+	if (c->hdr->isa_version < 2)
+		return vtpu_reject(c, "gather needs ISA version 2");
+	ret = vtpu_check_tile(c, &idx, VTPU_K_ANY);
+	if (ret)
+		return ret;
+	if (vtpu_tiles_overlap(&idx, &m->v))
+		return vtpu_reject(c, "gather indices overlap the destination");
+	if (!m->rows)
+		return vtpu_reject(c, "gather table has no rows");
+	if (m->rows > 1 && m->stride < row)
+		return vtpu_reject(c, "dma stride less than a row");
+	*end = (u64)(m->rows - 1) * m->stride + row;
+	return 0;
+}
+
 static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 {
 	const struct vtpu_dma *m = &in->dma;
-	bool load = in->op == VTPU_OP_DMA_LOAD;
+	bool gather = in->op == VTPU_OP_DMA_GATHER;
+	bool load = in->op == VTPU_OP_DMA_LOAD || gather;
 	u32 esize = vtpu_dtype_size(m->dtype);
 	u64 limit, row, end;
 	int ret;
@@ -284,8 +315,10 @@ static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 	ret = vtpu_check_tile(c, &m->v, VTPU_K_ANY);
 	if (ret)
 		return ret;
-	if (!mem_is_zero(m->pad, sizeof(m->pad)))
+	if (!mem_is_zero(m->pad, sizeof(m->pad)) || m->pad2)
 		return vtpu_reject(c, "dma pad not zero");
+	if (!gather && (m->index || m->rows))
+		return vtpu_reject(c, "dma index or rows not zero");
 	if (!esize)
 		return vtpu_reject(c, "invalid dma dtype");
 	if (m->dtype != m->v.dtype &&
@@ -294,9 +327,15 @@ static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 		return vtpu_reject(c, "dma dtype conversion not supported");
 
 	row = (u64)m->v.cols * esize;
-	if (m->v.rows > 1 && m->stride < row)
-		return vtpu_reject(c, "dma stride less than a row");
-	end = (u64)(m->v.rows - 1) * m->stride + row;
+	if (gather) {
+		ret = vtpu_check_gather(c, in, row, &end);
+		if (ret)
+			return ret;
+	} else {
+		if (m->v.rows > 1 && m->stride < row)
+			return vtpu_reject(c, "dma stride less than a row");
+		end = (u64)(m->v.rows - 1) * m->stride + row;
+	}
 	if (check_add_overflow(end, m->offset, &end))
 		return vtpu_reject(c, "binding extent out of range");
 

@@ -428,7 +428,7 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	struct host_trace tr = { 0 };
 	struct vtpu_exec *e = &h->exec;
 	uint64_t start, end, insns;
-	int i;
+	int i, done;
 
 	if (job->nbind < 0 || job->nbind > DRM_VTPU_MAX_BINDINGS)
 		return -E2BIG;
@@ -485,7 +485,7 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		e->isa = h->isa;
 	e->trace = host_trace;
 	e->trace_arg = &tr;
-	while (!vtpu_exec_step(e, HOST_STEP))
+	while (!(done = vtpu_exec_step(e, HOST_STEP)))
 		;
 	end = rt_now_ns();
 	insns = e->insns;
@@ -497,9 +497,10 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		prof->end = end;
 		prof->insns = insns;
 		prof->core = 0;		/* one VMEM: everything runs as core 0 */
-		prof->status = 0;
+		prof->status = done < 0 ? done : 0;
 	}
-	return 0;
+	/* a fault (-ERANGE: a gather index) ends the job, as on vtpu.ko */
+	return done < 0 ? done : 0;
 }
 
 static int host_submit(struct vtpu_device *d, struct rt_job **jobs, int n)

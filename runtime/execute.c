@@ -554,7 +554,11 @@ static int run_result(struct vtpu_event *ev)
 {
 	int st = ev->status;
 
-	if (st)
+	if (st == -ERANGE)
+		rt_set_error(ev->client, ERANGE,
+			     "execution failed on %s: an index is outside the table it indexes (a Gather's indices, say)",
+			     ev->device->name);
+	else if (st)
 		rt_set_error(ev->client, -st,
 			     "execution failed on %s after %d retries: %s",
 			     ev->device->name, ev->retries, strerror(-st));

@@ -234,6 +234,28 @@ static inline int vtpu_asm_dma_store(struct vtpu_asm *as, struct vtpu_tile v,
 			    dtype);
 }
 
+/*
+ * Row r of @v <- table row idx[r] of @rows rows, @stride bytes apart from
+ * @offset; the s32 indices sit at VMEM @index. @flags: VTPU_F_INDEX_WRAP.
+ */
+static inline int vtpu_asm_dma_gather(struct vtpu_asm *as, struct vtpu_tile v,
+				      uint32_t binding, uint64_t offset,
+				      uint32_t stride, uint8_t dtype,
+				      uint32_t index, uint32_t rows,
+				      uint16_t flags)
+{
+	struct vtpu_insn in = {
+		.op = VTPU_OP_DMA_GATHER, .flags = flags,
+		.dma = {
+			.v = v, .offset = offset, .binding = binding,
+			.stride = stride, .dtype = dtype, .index = index,
+			.rows = rows,
+		},
+	};
+
+	return vtpu_asm_emit(as, &in);
+}
+
 /* @flags: VTPU_F_ACC, VTPU_F_TRANS_A, VTPU_F_TRANS_B. */
 static inline int vtpu_asm_matmul(struct vtpu_asm *as, struct vtpu_tile d,
 				  struct vtpu_tile a, struct vtpu_tile b,

@@ -65,6 +65,90 @@ TEST_F(job, end_only_program_completes)
 	vtpu_buf_free(self->fd, &prog);
 }
 
+/*
+ * DMA_GATHER: rows of a table chosen by indices in another buffer; an
+ * index outside the table fails that job alone with -ERANGE, before its
+ * store, and the file's next job runs.
+ */
+TEST_F(job, gather_out_of_range_index_fails_the_job_with_erange)
+{
+	struct vtpu_tile idx = vtpu_tile_s32(0, 1, 4, 4);
+	struct vtpu_tile rows = vtpu_tile_f32(64, 4, 8, 8);
+	struct vtpu_buf prog, ib, tb, ob;
+	struct drm_vtpu_binding b[3];
+	const float *out, *table;
+	struct vtpu_asm as;
+	int status = -1, i, j;
+	size_t size;
+	__u64 id;
+	void *p;
+
+	vtpu_asm_init(&as, 64 + 4 * 8 * 4, 3);
+	vtpu_asm_dma_load(&as, idx, 0, 0, 16, VTPU_DT_S32);
+	vtpu_asm_dma_gather(&as, rows, 1, 0, 32, VTPU_DT_F32, idx.addr, 16,
+			    VTPU_F_INDEX_WRAP);
+	vtpu_asm_dma_store(&as, rows, 2, 0, 32, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &size);
+	vtpu_asm_free(&as);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 16, DRM_VTPU_PLACEMENT_HOST, &ib));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 16 * 32, DRM_VTPU_PLACEMENT_AUTO,
+				  &tb));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4 * 32, DRM_VTPU_PLACEMENT_HOST,
+				  &ob));
+	vtpu_fill_random(tb.map, 16 * 8, 77);
+	table = tb.map;
+	out = ob.map;
+	b[0] = (struct drm_vtpu_binding){ ib.handle, DRM_VTPU_BIND_READ, 0, 16 };
+	b[1] = (struct drm_vtpu_binding){ tb.handle, DRM_VTPU_BIND_READ, 0,
+					  16 * 32 };
+	b[2] = (struct drm_vtpu_binding){ ob.handle, DRM_VTPU_BIND_WRITE, 0,
+					  4 * 32 };
+
+	struct vtpu_submit_args a = {
+		.prog = &prog, .prog_size = size, .bind = b, .nbind = 3,
+	};
+
+	memcpy(ib.map, (int32_t[4]){ 3, -1, 0, 15 }, 16);
+	memset(ob.map, 0xab, 4 * 32);
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+	EXPECT_EQ(0, status);
+	for (i = 0; i < 4; i++) {
+		int row = ((int32_t[4]){ 3, 15, 0, 15 })[i];
+
+		for (j = 0; j < 8; j++)
+			EXPECT_EQ(table[row * 8 + j], out[i * 8 + j])
+				TH_LOG("row %d [%d]", i, j);
+	}
+
+	/* 16 is one past the table, -17 one before it once wrapped */
+	for (i = 0; i < 2; i++) {
+		memcpy(ib.map, (int32_t[4]){ 1, i ? -17 : 16, 2, 3 }, 16);
+		memset(ob.map, 0xab, 4 * 32);
+		ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+		ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+		EXPECT_EQ(-ERANGE, status);
+		for (j = 0; j < 4 * 32; j++)
+			if (((uint8_t *)ob.map)[j] != 0xab)
+				break;
+		EXPECT_EQ(4 * 32, j) TH_LOG("the store ran: byte %d written", j);
+	}
+	memcpy(ib.map, (int32_t[4]){ 0, 1, 2, 3 }, 16);
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+	EXPECT_EQ(0, status);
+	EXPECT_EQ(table[3 * 8 + 7], out[3 * 8 + 7]);
+
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &ib);
+	vtpu_buf_free(self->fd, &tb);
+	vtpu_buf_free(self->fd, &ob);
+}
+
 TEST_F(job, results_equal_userspace_executor_bit_for_bit)
 {
 	static float ref[N * (N + 1)];

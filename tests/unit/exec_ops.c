@@ -1934,6 +1934,140 @@ TEST(dma_from_constants)
 	ASSERT_EQ(0, bad);
 }
 
+/* ---- DMA_GATHER ---- */
+
+/*
+ * K rows of a V-row table, chosen by indices (negative ones wrapped),
+ * into a tile of @vdt from a table of @sdt; every build must agree and
+ * every row must be its table row, converted as DMA converts.
+ */
+static int check_gather(struct __test_metadata *_metadata, uint8_t sdt,
+			uint8_t vdt, uint64_t seed)
+{
+	uint32_t es = dt_size(sdt), v, k, cols, stride, tb, i, j;
+	struct vtpu_tile idx, t;
+	int32_t want[64];
+	struct rig r;
+	uint64_t off;
+	int bad = 0;
+
+	rig_init(&r, seed);
+	v = 1 + rng_below(60);
+	k = 1 + rng_below(40);
+	cols = 1 + rng_below(70);
+	stride = cols * es + es * rng_below(4);
+	off = es * rng_below(8);
+	tb = rig_binding(&r, off + (uint64_t)(v - 1) * stride + cols * es,
+			 VTPU_ACCESS_READ);
+	idx = rig_tile(&r, VTPU_DT_S32, 1, k);
+	t = rig_tile(&r, vdt, k, cols);
+	for (i = 0; i < k; i++) {
+		int32_t x = (int32_t)rng_below(2 * v) - (int32_t)v;
+
+		want[i] = x < 0 ? x + (int32_t)v : x;
+		sets(&r, &idx, 0, i, x);
+	}
+	vtpu_asm_dma_gather(&r.as, t, tb, off, stride, sdt, idx.addr, v,
+			    VTPU_F_INDEX_WRAP);
+	ASSERT_EQ(0, rig_run(&r)) TH_LOG("rejected: %s", r.why);
+	EXPECT_EQ(0, stray_writes(&r, &t, 1));
+	for (i = 0; i < k; i++) {
+		const uint8_t *row = r.bind[tb].data + off +
+				     (uint64_t)want[i] * stride;
+
+		for (j = 0; j < cols; j++) {
+			uint32_t sbits = 0, vbits = get_bits(&r, &t, i, j);
+
+			memcpy(&sbits, row + j * es, es);
+			if (vdt == VTPU_DT_BF16)
+				vbits &= 0xffff;
+			if (!dma_ok(sdt, vdt, sbits, vbits) && !bad++)
+				TH_LOG("row %u (table row %d) [%u]: %#x -> %#x",
+				       i, want[i], j, sbits, vbits);
+		}
+	}
+	rig_fini(&r);
+	return bad;
+}
+
+TEST(dma_gather_picks_table_rows)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < 12; i++) {
+		bad += check_gather(_metadata, VTPU_DT_F32, VTPU_DT_F32, 900 + i);
+		bad += check_gather(_metadata, VTPU_DT_BF16, VTPU_DT_BF16,
+				    920 + i);
+		bad += check_gather(_metadata, VTPU_DT_S32, VTPU_DT_S32, 940 + i);
+		bad += check_gather(_metadata, VTPU_DT_F32, VTPU_DT_BF16,
+				    960 + i);
+	}
+	ASSERT_EQ(0, bad);
+}
+
+/*
+ * An index outside the table stops the program with -ERANGE: that row
+ * and what follows are never written, later steps return the fault, and
+ * nothing is read outside the binding (ASan: it is sized exactly).
+ */
+TEST(dma_gather_out_of_range_index_faults)
+{
+	static const struct { int32_t index; bool wrap; } cases[] = {
+		{ -1, false }, { -11, true }, { 10, false }, { 10, true },
+		{ INT32_MIN, true }, { INT32_MIN, false }, { INT32_MAX, true },
+		{ -10, false },
+	};
+	unsigned int c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct vtpu_prog_info info;
+		struct vtpu_prog_error err;
+		struct vtpu_tile idx, t, f;
+		struct vtpu_exec e;
+		uint32_t tb, i;
+		struct rig r;
+		size_t size;
+		void *prog;
+		int ret;
+
+		rig_init(&r, 990 + c);
+		tb = rig_binding(&r, 10 * 16, VTPU_ACCESS_READ);
+		idx = rig_tile(&r, VTPU_DT_S32, 1, 6);
+		t = rig_tile(&r, VTPU_DT_F32, 6, 4);
+		f = rig_tile(&r, VTPU_DT_F32, 1, 1);
+		for (i = 0; i < 6; i++)
+			sets(&r, &idx, 0, i, (int32_t)i);
+		sets(&r, &idx, 0, 3, cases[c].index);	/* row 3's is bad */
+		vtpu_asm_dma_gather(&r.as, t, tb, 0, 16, VTPU_DT_F32, idx.addr,
+				    10, cases[c].wrap ? VTPU_F_INDEX_WRAP : 0);
+		vtpu_asm_fill_f32(&r.as, f, 42.0f);
+		vtpu_asm_end(&r.as);
+		prog = vtpu_asm_finish(&r.as, &size);
+		ASSERT_NE(NULL, prog);
+		ASSERT_EQ(0, vtpu_prog_validate(prog, size, r.desc, r.nbind,
+						VMEM_SIZE, &info, &err))
+			TH_LOG("%s", err.why);
+		memcpy(r.before, r.vmem, VMEM_SIZE);
+		vtpu_exec_init(&e, &info, r.bind, r.vmem);
+		do
+			ret = vtpu_exec_step(&e, 1);
+		while (!ret);
+		EXPECT_EQ(-ERANGE, ret) TH_LOG("index %d", cases[c].index);
+		EXPECT_EQ(-ERANGE, e.fault);
+		EXPECT_EQ(-ERANGE, vtpu_exec_step(&e, 10));
+		EXPECT_EQ(0, e.insns);	/* the gather did not complete */
+		/* rows 3.. of t and the FILL's tile are as they were */
+		for (i = 3; i < 6; i++)
+			EXPECT_EQ(0, memcmp(elem(&r, &t, i, 0),
+					    r.before + (elem(&r, &t, i, 0) - r.vmem),
+					    16));
+		EXPECT_EQ(0, memcmp(elem(&r, &f, 0, 0),
+				    r.before + (elem(&r, &f, 0, 0) - r.vmem), 4));
+		free(prog);
+		rig_fini(&r);
+	}
+}
+
 /* ---- TRACE and stepping ---- */
 
 struct trace_log {

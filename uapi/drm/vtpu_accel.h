@@ -440,7 +440,10 @@ struct drm_vtpu_profile {
 	__u64 dma_bytes;
 	/** @core: index of the core that ran the job */
 	__u32 core;
-	/** @status: 0, or the job's -errno (-ETIMEDOUT: it was aborted) */
+	/**
+	 * @status: 0, or the job's -errno (-ETIMEDOUT: it was aborted;
+	 * -ERANGE: a DMA_GATHER index was outside its table)
+	 */
 	__s32 status;
 	/** @trace_count: entries written to @trace */
 	__u32 trace_count;
@@ -471,7 +474,8 @@ struct drm_vtpu_job_wait {
 	__u32 flags;
 	/**
 	 * @status: Output. 0 when the job succeeded, else its -errno:
-	 * -ETIMEDOUT (ran past the job timeout and was aborted), -ECANCELED
+	 * -ETIMEDOUT (ran past the job timeout and was aborted), -ERANGE
+	 * (stopped at a DMA_GATHER index outside its table), -ECANCELED
 	 * (never ran: an in-sync failed), -ESRCH (never ran: its file was
 	 * closed first).
 	 */

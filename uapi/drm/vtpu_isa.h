@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
 /*
- * vtpu program format and instruction set (ISA version 1).
+ * vtpu program format and instruction set (ISA version 2).
  *
  * This header is the contract between the compiler (which emits
  * programs), the kernel (which validates and executes them) and the
@@ -21,7 +21,8 @@
  *         every compute operand is a 2-D tile of VMEM (struct vtpu_tile).
  *   DMA   moves 2-D strided blocks between a binding (a buffer bound at
  *         submit, or the program's constants) and VMEM, converting
- *         between f32 and bf16 when the two sides' types differ.
+ *         between f32 and bf16 when the two sides' types differ, and
+ *         gathers rows of a binding chosen by indices in VMEM.
  *   MXU   C (+)= op(A) . op(B), f32 or bf16 inputs, f32 accumulation,
  *         op = identity or transpose.
  *   VPU   elementwise unary and binary functions with scalar, row and
@@ -42,7 +43,12 @@ extern "C" {
 
 #define VTPU_PROG_MAGIC			0x55505456	/* "VTPU" */
 #define VTPU_PROG_FORMAT_VERSION	1
-#define VTPU_ISA_VERSION		1
+/*
+ * ISA version 2 adds DMA_GATHER; validators take programs of version 1
+ * (without it) and 2.
+ */
+#define VTPU_ISA_VERSION		2
+#define VTPU_ISA_VERSION_MIN		1
 
 /* Limits every validator enforces. */
 #define VTPU_MAX_INSNS			0x100000u
@@ -124,20 +130,32 @@ struct vtpu_tile {
 };
 
 /**
- * struct vtpu_dma - operands of DMA_LOAD and DMA_STORE
+ * struct vtpu_dma - operands of DMA_LOAD, DMA_STORE and DMA_GATHER
  * @v: the VMEM side
  * @offset: byte offset of row 0 in the binding
  * @binding: index into the submit's bindings, or VTPU_BINDING_CONSTANTS
- *	(DMA_LOAD only)
+ *	(DMA_LOAD and DMA_GATHER only)
  * @stride: bytes from one row to the next in the binding; may be less
- *	than a row's bytes only for a single row
+ *	than a row's bytes only for a single row (for DMA_GATHER: a table
+ *	of one row)
  * @dtype: element type in the binding; equal to @v.dtype, or f32 and
  *	bf16 in either direction
  * @pad: zero
+ * @index: DMA_GATHER: VMEM byte address of @v.rows s32 row indices, one
+ *	after the other, not overlapping @v; zero otherwise
+ * @rows: DMA_GATHER: rows of the table in the binding, >= 1; zero
+ *	otherwise
+ * @pad2: zero
  *
- * Row r moves @v.cols elements between binding bytes
- * [offset + r * stride, ...) and VMEM row r of @v. Every byte touched
- * lies inside the binding.
+ * DMA_LOAD and DMA_STORE: row r moves @v.cols elements between binding
+ * bytes [offset + r * stride, ...) and VMEM row r of @v.
+ * DMA_GATHER: row r of @v receives @v.cols elements from binding bytes
+ * [offset + i * stride, ...), where i is the r-th index. With
+ * VTPU_F_INDEX_WRAP a negative index counts from the end (i + @rows).
+ * An index outside [0, @rows) ends the job with -ERANGE before anything
+ * is read from the binding for that row.
+ * Every byte touched lies inside the binding: the validator checks the
+ * whole table, @rows rows, against the binding's size.
  */
 struct vtpu_dma {
 	struct vtpu_tile v;
@@ -145,7 +163,10 @@ struct vtpu_dma {
 	__u32 binding;
 	__u32 stride;
 	__u8 dtype;
-	__u8 pad[15];
+	__u8 pad[3];
+	__u32 index;
+	__u32 rows;
+	__u32 pad2;
 };
 
 /**
@@ -206,6 +227,9 @@ struct vtpu_insn {
 #define VTPU_F_AXIS_COLS	0x0100	/* REDUCE: over columns, d is rows x 1 */
 #define VTPU_F_AXIS_ROWS	0x0200	/* REDUCE: over rows, d is 1 x cols;
 					 * IOTA: value is the row index
+					 */
+#define VTPU_F_INDEX_WRAP	0x0400	/* DMA_GATHER: negative indices
+					 * count from the table's end
 					 */
 
 #define VTPU_F_MATMUL	(VTPU_F_ACC | VTPU_F_TRANS_A | VTPU_F_TRANS_B)

@@ -17,6 +17,8 @@
  *   TRACE      record (imm, timestamp) in the job's profile, if any
  *   DMA_LOAD   VMEM tile <- binding block (converting f32 <-> bf16)
  *   DMA_STORE  binding block <- VMEM tile
+ *   DMA_GATHER VMEM tile <- binding rows named by s32 indices in VMEM,
+ *              bounds-checked at run time (ISA version 2)
  *   MATMUL     d (+)= op(a) . op(b); d is MxN f32, op(a) MxK, op(b) KxN
  *   UNARY      d = f(a), f = enum vtpu_unary; same shape
  *   BINARY     d = a f b, f = enum vtpu_binary; b broadcast per flags
@@ -49,6 +51,7 @@ VTPU_OP(FILL,      0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, 0)
 VTPU_OP(IOTA,      0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F_AXIS_ROWS)
 VTPU_OP(CONVERT,   0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
 VTPU_OP(TRANSPOSE, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
+VTPU_OP(DMA_GATHER, 0,             VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F_INDEX_WRAP)
 #endif
 
 #ifdef VTPU_UNARY

@@ -301,6 +301,51 @@ int vtpu_g_slice(struct vtpu_graph *gr, int a, const int64_t *start,
 		     sizeof(tmp.a.slice), NULL);
 }
 
+int vtpu_g_gather(struct vtpu_graph *gr, int data, int indices, int axis,
+		  bool wrap)
+{
+	struct ir_graph *g = &gr->ir;
+	struct vtpu_shape x, is;
+	int64_t avb[3], k, t[VTPU_MAX_RANK];
+	int i, rank = 0, y;
+
+	if (vtpu_graph_shape(gr, data, &x) || vtpu_graph_shape(gr, indices, &is))
+		return ir_error(g, EINVAL, "gather: bad operand");
+	if (axis < 0 || axis >= x.rank)
+		return ir_error(g, EINVAL, "gather: axis %d of a rank %d value",
+				axis, x.rank);
+	if (is.type != VTPU_S32)
+		return ir_error(g, EINVAL, "gather: indices must be s32");
+	if (x.rank - 1 + is.rank > VTPU_MAX_RANK)
+		return ir_error(g, EINVAL, "gather: the result's rank exceeds %d",
+				VTPU_MAX_RANK);
+	/* data as [A, V, B] around the axis, the indices as [K] */
+	avb[0] = 1;
+	avb[1] = x.dims[axis];
+	avb[2] = 1;
+	for (i = 0; i < axis; i++)
+		avb[0] *= x.dims[i];
+	for (i = axis + 1; i < x.rank; i++)
+		avb[2] *= x.dims[i];
+	k = shape_elems(&is);
+	data = vtpu_g_reshape(gr, data, 3, avb);
+	indices = vtpu_g_reshape(gr, indices, 1, &k);
+	if (data < 0 || indices < 0)
+		return -g->errcode;
+	y = build(g, OP_GATHER, 2, (int[2]){ data, indices }, &wrap,
+		  sizeof(wrap), NULL);
+	if (y < 0)
+		return y;
+	/* [A, K, B] as dims[:axis] + the indices' dims + dims[axis + 1:] */
+	for (i = 0; i < axis; i++)
+		t[rank++] = x.dims[i];
+	for (i = 0; i < is.rank; i++)
+		t[rank++] = is.dims[i];
+	for (i = axis + 1; i < x.rank; i++)
+		t[rank++] = x.dims[i];
+	return vtpu_g_reshape(gr, y, rank, t);
+}
+
 int vtpu_g_pad(struct vtpu_graph *gr, int a, const int64_t *lo,
 	       const int64_t *hi, double pad_value)
 {

@@ -225,6 +225,8 @@ static void gen_kernel(struct cg *c, const int *nodes, int nn, int id)
 		gen_concat(c, nodes[0]);
 	else if (nn == 1 && n->op == OP_PAD)
 		gen_pad(c, nodes[0]);
+	else if (nn == 1 && n->op == OP_GATHER)
+		gen_gather(c, nodes[0]);
 	else
 		gen_fused(c, nodes, nn);
 }

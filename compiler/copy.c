@@ -3,7 +3,7 @@
 
 /*
  * copy.c - the data-movement kernels: P_COPY (a strided view: slices,
- * transposes, broadcasts), CONCAT, PAD and the copies into output
+ * transposes, broadcasts), CONCAT, PAD, GATHER and the copies into output
  * bindings. Everything reduces to copy_block(), a 2-D strided block
  * moved through VMEM in tiles, with one strategy per stride pattern:
  *
@@ -516,4 +516,47 @@ void gen_pad(struct cg *c, int v)
 		copy_block(c, loc_add(src, so * es), d[r - 1], 1,
 			   loc_add(dst, dof * es), ostr, d[r - 2], d[r - 1]);
 	} while (next_outer(r, d, idx));
+}
+
+/*
+ * GATHER: for each of the A blocks, the K rows (B elements each) its
+ * indices name out of V. A chunk of indices comes into VMEM with one DMA;
+ * then, per block and piece of a row, one DMA_GATHER brings the chosen
+ * rows in, checking every index on the way, and one DMA stores them.
+ */
+void gen_gather(struct cg *c, int v)
+{
+	const struct ir_node *n = &c->g->nodes[v];
+	const struct vtpu_shape *xs = &c->g->nodes[n->in[0]].shape;
+	int64_t na = xs->dims[0], nv = xs->dims[1], nb = xs->dims[2];
+	int64_t nk = n->shape.dims[1], tr, tc, k0, a, j0;
+	struct loc src = loc_of(c, n->in[0]), idx = loc_of(c, n->in[1]);
+	struct loc dst = loc_of(c, v);
+	uint16_t flags = n->a.gather.wrap ? VTPU_F_INDEX_WRAP : 0;
+	int es = dt_size(src.dt);
+	uint32_t base;
+
+	/* the rows' tile, and room for its indices before it */
+	pick_tile(c, 3, 4, nk, nb, &tr, &tc);
+	base = (uint32_t)((tr * 4 + 63) & ~63);
+	for (k0 = 0; k0 < nk; k0 += tr) {
+		int64_t kr = min64(tr, nk - k0);
+
+		dma(c, 0, vtile(0, 1, kr, kr, VTPU_DT_S32),
+		    loc_add(idx, (uint64_t)k0 * 4), 0);
+		for (a = 0; a < na; a++)
+			for (j0 = 0; j0 < nb; j0 += tc) {
+				int64_t jc = min64(tc, nb - j0);
+				struct vtpu_tile t = vtile(base, kr, jc, jc,
+							   src.dt);
+
+				emit_gather(&c->e, t, src.binding,
+					    src.off + (uint64_t)(a * nv * nb + j0) * es,
+					    (uint64_t)nb * es, src.dt, 0, nv,
+					    flags);
+				dma(c, 1, t, loc_add(dst, (uint64_t)((a * nk + k0) *
+						     nb + j0) * es),
+				    nb * es);
+			}
+	}
 }

@@ -109,6 +109,28 @@ void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 	emit_insn(e, &in);
 }
 
+void emit_gather(struct emit *e, struct vtpu_tile v, uint32_t binding,
+		 uint64_t offset, uint64_t stride, uint8_t dtype,
+		 uint32_t index, uint64_t rows, uint16_t flags)
+{
+	struct vtpu_insn in = {
+		.op = VTPU_OP_DMA_GATHER, .flags = flags,
+		.dma = {
+			.v = v, .offset = offset, .binding = binding,
+			/* a one-row table's stride is never used */
+			.stride = rows == 1 ? 0 : (uint32_t)stride,
+			.dtype = dtype, .index = index, .rows = (uint32_t)rows,
+		},
+	};
+	struct vtpu_tile idx = vtile(index, 1, v.rows, v.rows, VTPU_DT_S32);
+
+	if ((stride > UINT32_MAX && rows > 1) || rows > UINT32_MAX)
+		e->too_wide = 1;
+	note_vmem(e, &v);
+	note_vmem(e, &idx);
+	emit_insn(e, &in);
+}
+
 void emit_op(struct emit *e, uint8_t op, uint8_t sub, uint16_t flags,
 	     uint32_t imm, struct vtpu_tile d, struct vtpu_tile a,
 	     struct vtpu_tile b)

@@ -405,6 +405,28 @@ static int ev_concat(struct ev *ev, const struct ir_node *n, double *out)
 	return 0;
 }
 
+/* Rows chosen by index; one outside the table fails, as on the device. */
+static int ev_gather(struct ev *ev, const struct ir_node *n, double *out)
+{
+	const struct vtpu_shape *xs = INSHAPE(ev, n, 0);
+	int64_t a = xs->dims[0], v = xs->dims[1], b = xs->dims[2];
+	int64_t k = n->shape.dims[1], i, j;
+	const double *x = IN(ev, n, 0), *idx = IN(ev, n, 1);
+
+	for (j = 0; j < k; j++) {
+		int64_t r = (int64_t)idx[j];
+
+		if (r < 0 && n->a.gather.wrap)
+			r += v;
+		if (r < 0 || r >= v)
+			return -ERANGE;
+		for (i = 0; i < a; i++)
+			memcpy(out + (i * k + j) * b, x + (i * v + r) * b,
+			       b * sizeof(double));
+	}
+	return 0;
+}
+
 /* Checks the view stays inside the input before reading through it. */
 static int ev_copy(struct ev *ev, const struct ir_node *n, double *out)
 {
@@ -716,6 +738,8 @@ static int ev_node(struct ev *ev, const struct ir_node *n,
 		return ev_reduce_last(ev, n, out);
 	case OP_P_COPY:
 		return ev_copy(ev, n, out);
+	case OP_GATHER:
+		return ev_gather(ev, n, out);
 	default:
 		return -EINVAL;
 	}

@@ -485,6 +485,12 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 		s->rank = 1;
 		s->dims[0] = x->dims[0];
 		return 0;
+	case OP_GATHER:
+		if (x->rank != 3 || y->rank != 1 || y->type != VTPU_S32)
+			return ir_error(g, EINVAL, "GATHER: wants [A,V,B] data and s32 [K] indices");
+		*s = *x;
+		s->dims[1] = y->dims[0];
+		return 0;
 	case OP_P_COPY:
 		*s = n->shape;
 		s->type = x->type;
@@ -619,6 +625,9 @@ int ir_attr_words(const struct ir_graph *g, const struct ir_node *n,
 		break;
 	case OP_P_REDUCE_LAST:
 		w[k++] = n->a.rl.op;
+		break;
+	case OP_GATHER:
+		w[k++] = n->a.gather.wrap;
 		break;
 	case OP_P_COPY:
 		w[k++] = n->a.view.offset;

@@ -13,7 +13,7 @@
  *   high level  what the builder and the frontends produce
  *   primitive   what lower.c turns everything into and codegen.c emits:
  *               elementwise ops, P_MATMUL, P_REDUCE_LAST, P_COPY, CONCAT,
- *               PAD, RESHAPE (an alias), PARAM, CONST
+ *               PAD, GATHER, RESHAPE (an alias), PARAM, CONST
  */
 #ifndef VTPU_IR_H
 #define VTPU_IR_H
@@ -75,6 +75,7 @@
 	X(P_MATMUL,       2,   K_OTHER, 1) \
 	X(P_REDUCE_LAST,  1,   K_OTHER, 1) \
 	X(P_COPY,         1,   K_OTHER, 1) \
+	X(GATHER,         2,   K_OTHER, 1) \
 	X(DEAD,           0,   K_OTHER, 0)
 
 enum ir_op {
@@ -135,6 +136,13 @@ struct ir_node {
 		/* P_REDUCE_LAST: rank-2 [R,C] -> [R] (rank 1) */
 		struct { enum vtpu_reduce_op op; } rl;
 		struct ir_view view;	/* P_COPY */
+		/*
+		 * GATHER: in[0] [A,V,B] (any type), in[1] s32 [K] -> [A,K,B]:
+		 * row k of each A block is row in[1][k] of its V rows (wrap:
+		 * negative indices count from V); an index outside [0, V)
+		 * fails the execution with -ERANGE
+		 */
+		struct { bool wrap; } gather;
 	} a;
 
 	/* Set by passes. */

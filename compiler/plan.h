@@ -46,6 +46,10 @@ struct vtpu_tile vtile(uint32_t addr, uint32_t rows, uint32_t cols,
 		       uint32_t stride, uint8_t dtype);
 void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 	      uint64_t offset, uint64_t stride, uint8_t dtype);
+/* DMA_GATHER: @v's rows from the @rows-row table at @offset. */
+void emit_gather(struct emit *e, struct vtpu_tile v, uint32_t binding,
+		 uint64_t offset, uint64_t stride, uint8_t dtype,
+		 uint32_t index, uint64_t rows, uint16_t flags);
 void emit_op(struct emit *e, uint8_t op, uint8_t sub, uint16_t flags,
 	     uint32_t imm, struct vtpu_tile d, struct vtpu_tile a,
 	     struct vtpu_tile b);
@@ -106,5 +110,6 @@ void copy_flat(struct cg *c, struct loc src, struct loc dst, int64_t n);
 void gen_p_copy(struct cg *c, int v);
 void gen_concat(struct cg *c, int v);
 void gen_pad(struct cg *c, int v);
+void gen_gather(struct cg *c, int v);
 
 #endif /* VTPU_PLAN_H */

@@ -28,6 +28,7 @@
 #ifndef VTPU_COMPILER_H
 #define VTPU_COMPILER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -140,6 +141,15 @@ int vtpu_g_slice(struct vtpu_graph *g, int a, const int64_t *start,
 /* Edge padding (no interior) with the scalar value @pad_value. */
 int vtpu_g_pad(struct vtpu_graph *g, int a, const int64_t *lo,
 	       const int64_t *hi, double pad_value);
+/*
+ * ONNX Gather: the slices of @data along @axis that the s32 @indices
+ * name, at run time; the result's dims are @data's before @axis, the
+ * indices', then @data's after it. With @wrap a negative index counts
+ * from the end (ONNX); an index outside the axis fails the execution
+ * with -ERANGE ("an index is outside the table it indexes").
+ */
+int vtpu_g_gather(struct vtpu_graph *g, int data, int indices, int axis,
+		  bool wrap);
 int vtpu_g_convert(struct vtpu_graph *g, int a, enum vtpu_type type);
 
 /*

@@ -167,90 +167,60 @@ int onnx_iota_along(struct ctx *c, int64_t size, int rank,
 }
 
 /*
- * Gather with indices known only at run time, as a masked sum: the
- * device has no gather, so row k of the result is the sum over v of
- * (idx[k] == v ? x[v] : 0), an exact selection (a product with a
- * one-hot matrix would spread one inf or NaN to every row). It moves
- * K * V * P elements, so it is limited to tables that make sense here.
- * Negative indices count from the end; out-of-range ones give zeros.
+ * Gather with indices known only at run time: the device's indexed DMA
+ * (DMA_GATHER) brings the rows the indices name, checking each: one
+ * outside the axis fails the execution with -ERANGE, as ONNX Runtime
+ * refuses it. With @wrap negative indices count from the end (ONNX);
+ * callers that have wrapped and checked their own pass false.
  */
-static int gather_dynamic(struct ctx *c, int x, int ax, int idx)
+static int gather_dynamic(struct ctx *c, int x, int ax, int idx, bool wrap)
 {
-	struct vtpu_shape s = onnx_shape_of(c, x), is;
-	int64_t v, pre, post, k, t[R], kvp[3];
-	int y, io, mask, zero;
-	static const int d0[1] = { 0 }, d01[2] = { 0, 1 };
-	static const int d12[2] = { 1, 2 }, swap[3] = { 1, 0, 2 };
-	int red[1] = { 1 }, rank = 0;
-
-	if (idx < 0)
-		return idx;
-	is = onnx_shape_of(c, idx);
-	if (is.type != VTPU_S32)
+	if (x < 0 || idx < 0)
+		return x < 0 ? x : idx;
+	if (onnx_shape_of(c, idx).type != VTPU_S32)
 		return onnx_fail(c, "indices must be integers");
-	/* The masked sum reduces, and the device reduces floats only. */
-	if (s.type != VTPU_F32 && s.type != VTPU_BF16)
-		return onnx_fail(c, "unsupported run-time gather of %s data",
-				 s.type == VTPU_S32 ? "integer" : "non-float");
-	v = s.dims[ax];
-	pre = onnx_prod(s.dims, 0, ax);
-	post = onnx_prod(s.dims, ax + 1, s.rank);
-	k = onnx_prod(is.dims, 0, is.rank);
-	if (s.rank - 1 + is.rank > R)
-		return onnx_fail(c, "result rank exceeds %d", R);
-	if (k * v * pre * post > (1 << 24))
-		return onnx_fail(c, "unsupported run-time gather of %lld x %lld rows (at most 2^24 elements selected from)",
-				 (long long)k, (long long)v);
-	/* x as [V, P]: the gathered axis first. */
-	kvp[0] = pre, kvp[1] = v, kvp[2] = post;
-	x = onnx_reshape(c, x, 3, kvp);
-	if (x >= 0 && pre > 1)
-		x = onnx_chk(c, vtpu_g_transpose(c->g, x, swap));
-	kvp[0] = v, kvp[1] = pre * post;
-	x = x < 0 ? x : onnx_reshape(c, x, 2, kvp);
-	/* The indices as [K], negative ones from the end. */
-	idx = onnx_reshape(c, idx, 1, &k);
-	idx = wrap_indices(c, idx, v);
-	/* mask[k, v] = idx[k] == v, then the masked sum over v. */
-	kvp[0] = k, kvp[1] = v, kvp[2] = pre * post;
-	io = onnx_iota_along(c, v, 2, kvp, 1);
-	if (x < 0 || idx < 0 || io < 0)
-		return -EINVAL;
-	idx = onnx_chk(c, vtpu_g_broadcast(c->g, idx, 2, kvp, d0));
-	mask = idx < 0 || io < 0 ? -EINVAL :
-	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, io));
-	mask = mask < 0 ? mask : onnx_chk(c, vtpu_g_broadcast(c->g, mask, 3, kvp, d01));
-	x = onnx_chk(c, vtpu_g_broadcast(c->g, x, 3, kvp, d12));
-	zero = x < 0 ? x : onnx_splat(c, 0, x);
-	if (mask < 0 || zero < 0)
-		return -EINVAL;
-	y = onnx_chk(c, vtpu_g_select(c->g, mask, x, zero));
-	y = y < 0 ? y : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_SUM_OP, y, 1, red));
-	/* [K, P] back to dims[:ax] + index dims + dims[ax + 1:]. */
-	kvp[0] = k, kvp[1] = pre, kvp[2] = post;
-	y = y < 0 ? y : onnx_reshape(c, y, 3, kvp);
-	if (y >= 0 && pre > 1)
-		y = onnx_chk(c, vtpu_g_transpose(c->g, y, swap));
-	for (int i = 0; i < ax; i++)
-		t[rank++] = s.dims[i];
-	for (int i = 0; i < is.rank; i++)
-		t[rank++] = is.dims[i];
-	for (int i = ax + 1; i < s.rank; i++)
-		t[rank++] = s.dims[i];
-	return y < 0 ? y : onnx_reshape(c, y, rank, t);
+	return onnx_chk(c, vtpu_g_gather(c->g, x, idx, ax, wrap));
 }
 
 /*
- * GatherElements as a masked sum, like gather_dynamic(): a new axis of
- * the data's @axis size V right after @axis, where the mask is
- * (index == v), summed away. Exact, and no gather on the device.
+ * @idx where every one of @n wrapped index values (@comp, each checked
+ * against its extent @len) is inside its axis, else -1: an index the
+ * gather refuses. s32 arithmetic runs in f32, exact below 2^24.
+ */
+static int valid_or_minus_one(struct ctx *c, int idx, const int *comp,
+			      const int64_t *len, int n)
+{
+	int ok = -1;
+
+	for (int i = 0; i < n; i++) {
+		int lo = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GE, comp[i],
+						    onnx_splat(c, 0, comp[i])));
+		int hi = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, comp[i],
+						    onnx_splat(c, (double)len[i], comp[i])));
+		int both = lo < 0 || hi < 0 ? -EINVAL :
+			   onnx_chk(c, vtpu_g_select(c->g, lo, hi, lo));
+
+		ok = both < 0 ? both : ok == -1 && i == 0 ? both :
+		     onnx_chk(c, vtpu_g_select(c->g, ok, both, ok));
+		if (ok < 0)
+			return ok;
+	}
+	return onnx_chk(c, vtpu_g_select(c->g, ok, idx, onnx_splat(c, -1, idx)));
+}
+
+/*
+ * GatherElements: element i of the result is the data element at i with
+ * its @axis coordinate replaced by idx[i]. Its position in the data,
+ * base[i] + idx[i] * stride (base, a constant of the indices' shape, is
+ * i's position with that coordinate 0), feeds a gather of one-element
+ * rows; an index outside the axis becomes -1, which the gather refuses.
  */
 int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), ax, xmap[R], imap[R], red[1];
-	int64_t e[R], v, total = 1;
-	struct vtpu_shape sx, si;
-	int mask, y;
+	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), ax, base, pos, w;
+	struct vtpu_shape sx, si, bs;
+	int64_t total, m, stride, v, flat;
+	int32_t *bv;
 
 	(void)d;
 	if (x < 0 || idx < 0)
@@ -259,63 +229,61 @@ int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 	si = onnx_shape_of(c, idx);
 	if (si.type != VTPU_S32 || si.rank != sx.rank || !sx.rank)
 		return onnx_fail(c, "wants integer indices of the data's rank");
-	if (sx.rank + 1 > R)
-		return onnx_fail(c, "unsupported rank %d (at most %d)", sx.rank, R - 1);
 	ax = onnx_axis_norm(c, onnx_attr_i(n, "axis", 0), sx.rank);
 	if (ax < 0)
 		return ax;
-	v = sx.dims[ax];
 	for (int i = 0; i < sx.rank; i++)
 		if (i != ax && si.dims[i] > sx.dims[i])
 			return onnx_fail(c, "indices larger than the data on axis %d", i);
-	/* Data beyond the indices' extent on the other axes is never read. */
-	for (int i = 0; i < sx.rank; i++)
-		if (i != ax && si.dims[i] != sx.dims[i]) {
-			int64_t st[R] = { 0 }, lim[R], step[R];
-
-			for (int j = 0; j < sx.rank; j++) {
-				lim[j] = j == ax ? sx.dims[j] : si.dims[j];
-				step[j] = 1;
-			}
-			x = onnx_chk(c, vtpu_g_slice(c->g, x, st, lim, step));
-			break;
-		}
-	for (int i = 0, k = 0; i <= sx.rank; i++) {
-		e[i] = i == ax + 1 ? v : si.dims[k++];
-		total *= e[i];
-	}
-	if (total > (1 << 24))
-		return onnx_fail(c, "unsupported: %lld elements to select from (at most 2^24)",
+	total = onnx_prod(sx.dims, 0, sx.rank);
+	m = onnx_prod(si.dims, 0, si.rank);
+	if (total >= (1 << 24))
+		return onnx_fail(c, "unsupported: GatherElements over %lld elements (positions are exact below 2^24)",
 				 (long long)total);
-	for (int i = 0; i < sx.rank; i++) {
-		imap[i] = i <= ax ? i : i + 1;
-		xmap[i] = i < ax ? i : i + 1;
+	v = sx.dims[ax];
+	stride = onnx_prod(sx.dims, ax + 1, sx.rank);
+	bv = malloc((m ? m : 1) * sizeof(*bv));
+	if (!bv)
+		return onnx_fail(c, "out of memory");
+	for (int64_t e = 0; e < m; e++) {
+		int64_t rest = e, p = 0, sd = 1;
+
+		for (int i = si.rank - 1; i >= 0; i--) {
+			int64_t coord = rest % si.dims[i];
+
+			rest /= si.dims[i];
+			if (i != ax)
+				p += coord * sd;
+			sd *= sx.dims[i];
+		}
+		bv[e] = (int32_t)p;
 	}
-	idx = wrap_indices(c, idx, v);
-	idx = idx < 0 ? idx : onnx_chk(c, vtpu_g_broadcast(c->g, idx, sx.rank + 1, e,
-							   imap));
-	mask = onnx_iota_along(c, v, sx.rank + 1, e, ax + 1);
-	mask = idx < 0 || mask < 0 ? -EINVAL :
-	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, idx, mask));
-	x = x < 0 ? x : onnx_chk(c, vtpu_g_broadcast(c->g, x, sx.rank + 1, e, xmap));
-	if (mask < 0 || x < 0)
-		return -EINVAL;
-	y = onnx_chk(c, vtpu_g_select(c->g, mask, x, onnx_splat(c, 0, x)));
-	red[0] = ax + 1;
-	return onnx_out(c, n, 0, y < 0 ? y : onnx_chk(c, vtpu_g_reduce(c->g,
-				VTPU_REDUCE_SUM_OP, y, 1, red)));
+	bs = si;
+	base = onnx_chk(c, vtpu_g_constant(c->g, &bs, bv));
+	free(bv);
+	w = wrap_indices(c, idx, v);
+	pos = w < 0 || base < 0 ? -EINVAL :
+	      onnx_binary(c, VTPU_ADD, base,
+			  stride > 1 ? onnx_binary(c, VTPU_MUL, w,
+						   onnx_splat(c, (double)stride, w)) : w);
+	pos = pos < 0 ? pos : valid_or_minus_one(c, pos, &w, &v, 1);
+	flat = total;
+	x = onnx_reshape(c, x, 1, &flat);
+	x = gather_dynamic(c, x, 0, pos, false);
+	return onnx_out(c, n, 0, x < 0 ? x : onnx_reshape(c, x, si.rank, si.dims));
 }
 
 /*
  * The row-major position in data's first @k dims of each index tuple of
- * @idx [..., k] (GatherND, ScatterND), negative components wrapped:
- * an s32 value of idx's dims less the last.
+ * @idx [..., k] (GatherND, ScatterND), negative components wrapped: an
+ * s32 value of idx's dims less the last. With @check, a tuple with a
+ * component outside its axis gives -1.
  */
 static int nd_linear(struct ctx *c, int idx, const struct vtpu_shape *sx,
-		     int k)
+		     int k, bool check)
 {
 	struct vtpu_shape si = onnx_shape_of(c, idx);
-	int lin = -1;
+	int lin = -1, comps[R];
 	int64_t stride = 1;
 
 	for (int j = k - 1; j >= 0; j--) {
@@ -328,6 +296,7 @@ static int nd_linear(struct ctx *c, int idx, const struct vtpu_shape *sx,
 		comp = onnx_chk(c, vtpu_g_slice(c->g, idx, st, lim, step));
 		comp = comp < 0 ? comp : onnx_reshape(c, comp, si.rank - 1, si.dims);
 		comp = wrap_indices(c, comp, sx->dims[j]);
+		comps[j] = comp;
 		if (comp >= 0 && stride > 1)
 			comp = onnx_binary(c, VTPU_MUL, comp, onnx_splat(c, (double)stride, comp));
 		lin = comp < 0 ? comp : lin < 0 ? comp : onnx_binary(c, VTPU_ADD, lin, comp);
@@ -335,7 +304,7 @@ static int nd_linear(struct ctx *c, int idx, const struct vtpu_shape *sx,
 			return lin;
 		stride *= sx->dims[j];
 	}
-	return lin;
+	return check ? valid_or_minus_one(c, lin, comps, sx->dims, k) : lin;
 }
 
 /* GatherND (batch_dims 0): a run-time Gather of data's first k dims. */
@@ -355,14 +324,17 @@ int onnx_op_gathernd(struct ctx *c, node_t *n, const struct opdef *d)
 	k = si.rank ? (int)si.dims[si.rank - 1] : 0;
 	if (si.rank < 1 || k < 1 || k > sx.rank || si.type != VTPU_S32)
 		return onnx_fail(c, "indices must be integers [..., k], k <= rank");
-	lin = nd_linear(c, idx, &sx, k);
+	if (onnx_prod(sx.dims, 0, k) >= (1 << 24))
+		return onnx_fail(c, "unsupported: GatherND over %lld index tuples (positions are exact below 2^24)",
+				 (long long)onnx_prod(sx.dims, 0, k));
+	lin = nd_linear(c, idx, &sx, k, true);
 	/* data as [prod(dims[:k]), dims[k:]...] */
 	t[0] = onnx_prod(sx.dims, 0, k);
 	for (int i = k; i < sx.rank; i++)
 		t[1 + i - k] = sx.dims[i];
 	x = onnx_reshape(c, x, 1 + sx.rank - k, t);
 	return onnx_out(c, n, 0, lin < 0 || x < 0 ? -EINVAL :
-			gather_dynamic(c, x, 0, lin));
+			gather_dynamic(c, x, 0, lin, false));
 }
 
 /*
@@ -398,7 +370,7 @@ int onnx_op_scatternd(struct ctx *c, node_t *n, const struct opdef *d)
 		return onnx_fail(c, "unsupported scatter of that size");
 	if (onnx_prod(onnx_shape_of(c, upd).dims, 0, onnx_shape_of(c, upd).rank) != m * p)
 		return onnx_fail(c, "updates do not match the indices and data");
-	lin = nd_linear(c, idx, &sx, k);
+	lin = nd_linear(c, idx, &sx, k, false);
 	lin = lin < 0 ? lin : onnx_reshape(c, lin, 1, &m);
 	mvp[0] = m, mvp[1] = v, mvp[2] = p;
 	lin = lin < 0 ? lin : onnx_chk(c, vtpu_g_broadcast(c->g, lin, 2, mvp, d0));
@@ -444,7 +416,8 @@ int onnx_op_gather(struct ctx *c, node_t *n, const struct opdef *d)
 	if (ax < 0)
 		return ax;
 	if (onnx_has_in(n, 1) && onnx_lookup(c, n->input[1]) && !onnx_lookup(c, n->input[1])->c)
-		return onnx_out(c, n, 0, gather_dynamic(c, x, ax, onnx_in(c, n, 1)));
+		return onnx_out(c, n, 0, gather_dynamic(c, x, ax, onnx_in(c, n, 1),
+							true));
 	iv = onnx_cin(c, n, 1, "indices");
 	if (!iv || (ni = onnx_cv_ints(c, iv, idx, MAX_TAKE, "indices")) < 0)
 		return -EINVAL;

@@ -171,8 +171,9 @@ static int execute(struct vtpu_program *prog, uint64_t vmem,
 		goto out;
 	}
 	vtpu_exec_init(&e, &info, eb, vm);
-	while (!vtpu_exec_step(&e, 1 << 20))
+	while (!(ret = vtpu_exec_step(&e, 1 << 20)))
 		;
+	ret = ret < 0 ? ret : 0;	/* a fault: -ERANGE, say */
 out:
 	free(scratch);
 	free(vm);
@@ -748,6 +749,75 @@ TEST(concat_and_pad)
 }
 
 /* A parameter, a repeated value and an alias as outputs get copies. */
+/*
+ * Gather along any axis of f32, bf16 and s32 data with indices of rank
+ * 1 or 2, negative ones wrapped, small and large VMEM (many index chunks
+ * and row pieces): the bytes ir_eval gives. An index outside the axis
+ * fails the run with -ERANGE on the device and in ir_eval alike.
+ */
+TEST(gather_matches_eval_and_refuses_bad_indices)
+{
+	int it;
+
+	for (it = 0; it < 24; it++) {
+		struct vtpu_graph *gr = vtpu_graph_new();
+		struct ir_graph *g = &gr->ir;
+		enum vtpu_type t = it % 3 == 1 ? VTPU_BF16 : it % 3 ? VTPU_S32 : VTPU_F32;
+		int rank = 1 + it % 3, axis = rnd_in(0, rank - 1), irank = 1 + (it / 3) % 2;
+		int64_t d[3], id[2], ne = 1, ni = 1, j;
+		struct vtpu_device_params dev = { .vmem_size = it % 2 ? 4096 : 65536,
+						  .num_cores = 1 };
+		struct vtpu_shape sx, si;
+		void *params[2], *outs[1] = { 0 }, *ref[1] = { 0 };
+		struct vtpu_program prog = { 0 };
+		struct plan_stats ps;
+		char err[256] = "";
+		int x, idx, y, ret;
+		int32_t *iv;
+
+		for (j = 0; j < rank; j++)
+			ne *= d[j] = rnd_in(1, j == axis ? 50 : 30);
+		for (j = 0; j < irank; j++)
+			ni *= id[j] = rnd_in(1, 40);
+		sx = shp(t, rank, d);
+		si = shp(VTPU_S32, irank, id);
+		x = param(gr, 0, sx);
+		idx = param(gr, 1, si);
+		y = vtpu_g_gather(gr, x, idx, axis, true);
+		ASSERT_LE(0, y) TH_LOG("%s", g->err);
+		ASSERT_EQ(0, vtpu_g_outputs(gr, 1, &y));
+		params[0] = malloc(ne * type_size(t));
+		params[1] = iv = malloc(ni * sizeof(*iv));
+		fill_param(params[0], &sx, &any);
+		for (j = 0; j < ni; j++)
+			iv[j] = rnd_in(-(int)d[axis], (int)d[axis] - 1);
+		ASSERT_EQ(0, pass_plan(g, &ps));
+		ASSERT_EQ(0, codegen(g, &dev, &prog, err, sizeof(err))) TH_LOG("%s", err);
+		ASSERT_EQ(0, execute(&prog, dev.vmem_size, params, outs));
+		ASSERT_EQ(0, ir_eval(g, (const void *const *)params, ref));
+		for (j = 0; j < shape_elems(&g->nodes[y].shape); j++)
+			if (get(outs[0], t, j) != get(ref[0], t, j))
+				break;
+		EXPECT_EQ(shape_elems(&g->nodes[y].shape), j)
+			TH_LOG("it %d type %d axis %d: element %lld", it, t, axis,
+			       (long long)j);
+		free(outs[0]);
+		free(ref[0]);
+		outs[0] = ref[0] = NULL;
+
+		/* one index one past the end (or before the start, wrapped) */
+		iv[rnd_in(0, (int)ni - 1)] = it % 2 ? (int)d[axis] : -(int)d[axis] - 1;
+		EXPECT_EQ(-ERANGE, execute(&prog, dev.vmem_size, params, outs));
+		EXPECT_EQ(-ERANGE, ir_eval(g, (const void *const *)params, ref));
+		free(outs[0]);
+		free(params[0]);
+		free(params[1]);
+		run_free(&(struct run){ .prog = prog });
+		vtpu_graph_free(gr);
+		(void)ret;
+	}
+}
+
 TEST(outputs_that_need_copies)
 {
 	struct vtpu_graph *g = vtpu_graph_new();

@@ -297,6 +297,52 @@ static void gen_dma(struct gen *g, bool load)
 		     binding, offset, stride, mdt);
 }
 
+/*
+ * DMA_GATHER: rows of a table in a binding (or the constants) by the
+ * indices in a slot, an IOTA that may run past the table's end, or
+ * whatever the slot holds: a bad index ends the job with -ERANGE.
+ */
+static void gen_gather(struct gen *g)
+{
+	uint8_t vdt = rand_dtype(g), mdt = vdt;
+	uint32_t binding, rows, cols, row, stride, k;
+	uint64_t limit, end, offset;
+	struct vtpu_tile v, idx;
+	int b = pick_binding(g, true);
+	unsigned int s[2];
+
+	if ((b < 0 || kf_chance(g->r, 20)) && g->as.const_size) {
+		binding = VTPU_BINDING_CONSTANTS;
+		limit = g->as.const_size;
+	} else if (b >= 0) {
+		binding = b;
+		limit = g->bind[b].size;
+	} else {
+		return;
+	}
+	if (vdt != VTPU_DT_S32 && kf_chance(g->r, 30))
+		mdt = vdt == VTPU_DT_F32 ? VTPU_DT_BF16 : VTPU_DT_F32;
+	if (limit < esize(mdt))
+		return;
+	cols = rand_dim(g, g->maxe);
+	if (cols > limit / esize(mdt))
+		cols = limit / esize(mdt);
+	row = cols * esize(mdt);
+	stride = row + (kf_chance(g->r, 30) ? 4 * kf_below(g->r, 16) : 0);
+	rows = 1 + kf_below(g->r, 1 + (uint32_t)((limit - row) / stride));
+	end = (uint64_t)(rows - 1) * stride + row;
+	offset = limit > end ? kf_rand(g->r) % (limit - end + 1) : 0;
+	slots(g, s, 2);
+	k = rand_dim(g, g->maxe / cols);
+	idx = vtpu_tile(s[1] * g->slot, 1, k, k, VTPU_DT_S32);
+	if (kf_chance(g->r, 70))
+		vtpu_asm_iota(&g->as, idx, (int32_t)kf_below(g->r, 2 * rows) -
+			      (int32_t)rows, 0);
+	v = tile(g, s[0], vdt, k, cols);
+	vtpu_asm_dma_gather(&g->as, v, binding, offset, stride, mdt, idx.addr,
+			    rows, kf_chance(g->r, 50) ? VTPU_F_INDEX_WRAP : 0);
+}
+
 static void gen_trace(struct gen *g)
 {
 	vtpu_asm_trace(&g->as, g->nstrings ? kf_below(g->r, g->nstrings) :
@@ -316,6 +362,7 @@ static void gen_insn(struct gen *g)
 	case 9: gen_reduce(g); break;
 	case 10: case 11: gen_fill_iota(g); break;
 	case 12: gen_convert_transpose(g); break;
+	case 13: gen_gather(g); break;
 	default: gen_trace(g); break;
 	}
 }

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <drm/vtpu_isa.h>
+
 #include "rt.h"
 
 /* The shapes come from the program's binding table, in index order. */
@@ -72,6 +74,30 @@ static void compile_event(struct vtpu_client *c, const struct vtpu_program *p,
 	rt_profile_event(c, &ev);
 }
 
+/*
+ * The op names of the program's metadata section (TRACE id N names the
+ * Nth string), indexed once so that profiles name each op's span.
+ */
+static int index_op_names(struct vtpu_client *c, struct vtpu_executable *e)
+{
+	const struct vtpu_prog_header *h = e->prog->binary;
+	const char *meta, *end, *s;
+	uint32_t n = 0;
+
+	meta = (const char *)h + h->header_size + h->code_size + h->const_size;
+	end = meta + h->meta_size;
+	for (s = meta; s < end; s++)
+		n += !*s;
+	if (!n)
+		return 0;
+	e->op_names = calloc(n, sizeof(*e->op_names));
+	if (!e->op_names)
+		return rt_set_error(c, ENOMEM, "out of memory");
+	for (s = meta; s < end && e->nop_names < n; s += strlen(s) + 1)
+		e->op_names[e->nop_names++] = s;
+	return 0;
+}
+
 int vtpu_executable_compile(struct vtpu_client *c,
 			    const struct vtpu_graph *g,
 			    struct vtpu_executable **out_exe)
@@ -100,6 +126,8 @@ int vtpu_executable_compile(struct vtpu_client *c,
 	e->client = c;
 	pthread_mutex_init(&e->lock, NULL);
 	ret = fill_shapes(c, e);
+	if (!ret)
+		ret = index_op_names(c, e);
 	if (ret) {
 		vtpu_executable_destroy(e);
 		return ret;
@@ -223,6 +251,7 @@ void vtpu_executable_destroy(struct vtpu_executable *e)
 	for (i = 0; i < e->client->ndevices; i++)
 		unload(e, e->client->devices[i]);
 	vtpu_program_free(e->prog);
+	free(e->op_names);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

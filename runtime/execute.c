@@ -443,6 +443,9 @@ static void profile_records(struct vtpu_event *ev)
 		e.dur_ns = next > t ? next - t : 0;
 		memset(e.value, 0, sizeof(e.value));
 		e.value[0] = pr->trace[i].id;
+		/* the session copies it: the executable may go first */
+		e.name = pr->trace[i].id < ev->exe->nop_names ?
+			 ev->exe->op_names[pr->trace[i].id] : NULL;
 		rt_profile_event(ev->client, &e);
 	}
 }

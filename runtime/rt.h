@@ -154,6 +154,9 @@ struct vtpu_executable {
 	struct rt_resident on[RT_MAX_DEVICES];
 	int weights_binding;		/* -1: none */
 	int nin, nout;
+	/* TRACE id -> op name, into the program's metadata section */
+	const char **op_names;
+	uint32_t nop_names;
 	struct vtpu_shape in_shape[RT_MAX_BINDINGS];
 	struct vtpu_shape out_shape[RT_MAX_BINDINGS];
 };

@@ -55,6 +55,24 @@ static int count(yajl_val events, const char *ph, const char *name)
 	return n;
 }
 
+/* "X" events whose name contains @sub. */
+static int count_named(yajl_val events, const char *sub)
+{
+	const char *ph_path[] = { "ph", NULL }, *name_path[] = { "name", NULL };
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < YAJL_GET_ARRAY(events)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(events)->values[i];
+		yajl_val p = yajl_tree_get(e, ph_path, yajl_t_string);
+		yajl_val nm = yajl_tree_get(e, name_path, yajl_t_string);
+
+		n += p && !strcmp(p->u.string, "X") && nm &&
+		     strstr(nm->u.string, sub);
+	}
+	return n;
+}
+
 TEST(profile_of_real_runs_has_every_event_kind)
 {
 	struct vtpu_client_options o;
@@ -109,6 +127,8 @@ TEST(profile_of_real_runs_has_every_event_kind)
 	EXPECT_LE(1, count(events, "C", "memory"));
 	/* Per run: the job record and one TRACE span per kernel. */
 	EXPECT_LE(4, count(events, "X", NULL) - count(events, "X", "compile"));
+	/* each TRACE span is named by its kernel, once per run */
+	EXPECT_EQ(2, count_named(events, "matmul"));
 	EXPECT_LE(2, count(events, "M", "process_name"));
 	EXPECT_LE(1, count(events, "M", "thread_name"));
 

@@ -43,6 +43,9 @@ struct val {
 	struct cval *c;		/* host copy or NULL */
 	struct cval *b;		/* a bound input's values, for cin() only */
 	struct seq *s;		/* a sequence, or NULL */
+	/* which part of x * 0.5 * (1 + erf(x / sqrt2)) it is, of which x */
+	int gelu;		/* enum onnx_gelu_part; 0: none */
+	const char *gelu_x;	/* x's name */
 };
 
 /* An ONNX sequence, known at compile time: its tensors' builder values. */
@@ -169,6 +172,7 @@ int onnx_op_softsign(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_selu(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_hardsigmoid(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_erf(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_gelu_peephole(struct ctx *c, node_t *n);
 int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d);

@@ -203,6 +203,19 @@ int onnx_matmul(struct ctx *c, int a, int b)
 		fin[nf++] = sa.dims[sa.rank - 2];
 	if (!sqn)
 		fin[nf++] = sb.dims[sb.rank - 1];
+	/*
+	 * A b shared by every batch (a Linear layer's weight on [B, S, E]
+	 * activations): the batches are just more rows of one matmul, rather
+	 * than B copies of b. Each output row is the same sum either way.
+	 */
+	if (nb && onnx_prod(sb.dims, 0, sb.rank - 2) == 1) {
+		t[0] = onnx_prod(batch, 0, nb) * sa.dims[sa.rank - 2];
+		t[1] = sa.dims[sa.rank - 1];
+		a = onnx_reshape(c, a, 2, t);
+		t[0] = sb.dims[sb.rank - 2], t[1] = sb.dims[sb.rank - 1];
+		b = onnx_reshape(c, b, 2, t);
+		nb = 0;
+	}
 	if (nb) {
 		memcpy(t, batch, nb * sizeof(*t));
 		t[nb] = sa.dims[sa.rank - 2], t[nb + 1] = sa.dims[sa.rank - 1];

@@ -636,6 +636,96 @@ int onnx_op_erf(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
+ * Exact GELU as torch and Hugging Face export it, x * 0.5 * (1 +
+ * erf(x / sqrt2)) in either association, becomes the device's GELU of
+ * x: one VPU operation instead of Erf's two dozen. Each node is built as
+ * it comes, so every intermediate value stays usable; the parts are
+ * tagged on the way (x / sqrt2, its Erf, 1 + that, x * 0.5, x times
+ * 1 + erf), and the node that completes the product is redefined as
+ * GELU(x). Parts nothing else uses die in DCE.
+ */
+enum onnx_gelu_part {
+	GELU_NONE, GELU_SCALED, GELU_ERF, GELU_ONE_PLUS, GELU_HALF_X,
+	GELU_X_ONE_PLUS,
+};
+
+/* Whether input @i of @n is a constant scalar within 1e-6 of @want. */
+static bool const_near(struct ctx *c, node_t *n, size_t i, double want)
+{
+	struct val *v = i < n->n_input ? onnx_lookup(c, n->input[i]) : NULL;
+	double x;
+
+	if (!v || !v->c || v->c->n != 1 || onnx_cv_float(c, v->c, &x, "x"))
+		return false;
+	return fabs(x - want) <= 1e-6 * fabs(want);
+}
+
+static struct val *part(struct ctx *c, node_t *n, size_t i, int want)
+{
+	struct val *v = i < n->n_input ? onnx_lookup(c, n->input[i]) : NULL;
+
+	return v && v->gelu == want ? v : NULL;
+}
+
+static bool is_name(node_t *n, size_t i, const char *name)
+{
+	return i < n->n_input && name && !strcmp(n->input[i], name);
+}
+
+int onnx_gelu_peephole(struct ctx *c, node_t *n)
+{
+	const char *op = n->op_type, *x = NULL;
+	struct val *out, *p;
+	int kind = GELU_NONE, k, y;
+
+	if (n->n_output != 1 || n->n_input != 2 - !strcmp(op, "Erf"))
+		return 0;
+	if (!strcmp(op, "Div") && const_near(c, n, 1, M_SQRT2)) {
+		kind = GELU_SCALED, x = n->input[0];
+	} else if (!strcmp(op, "Erf") && (p = part(c, n, 0, GELU_SCALED))) {
+		kind = GELU_ERF, x = p->gelu_x;
+	} else if (!strcmp(op, "Add")) {
+		for (k = 0; k < 2 && !kind; k++)
+			if ((p = part(c, n, k, GELU_ERF)) && const_near(c, n, !k, 1))
+				kind = GELU_ONE_PLUS, x = p->gelu_x;
+	} else if (!strcmp(op, "Mul")) {
+		for (k = 0; k < 2 && !kind; k++) {
+			if (const_near(c, n, !k, M_SQRT1_2))
+				kind = GELU_SCALED, x = n->input[k];
+			else if ((p = part(c, n, k, GELU_X_ONE_PLUS)) &&
+				 const_near(c, n, !k, 0.5))
+				kind = -1, x = p->gelu_x;
+			else if ((p = part(c, n, k, GELU_ONE_PLUS)) &&
+				 (is_name(n, !k, p->gelu_x)))
+				kind = GELU_X_ONE_PLUS, x = p->gelu_x;
+			else if ((p = part(c, n, k, GELU_ONE_PLUS)) &&
+				 part(c, n, !k, GELU_HALF_X) &&
+				 !strcmp(part(c, n, !k, GELU_HALF_X)->gelu_x,
+					 p->gelu_x))
+				kind = -1, x = p->gelu_x;
+			else if (const_near(c, n, !k, 0.5))
+				kind = GELU_HALF_X, x = n->input[k];
+		}
+	}
+	if (!kind)
+		return 0;
+	if (kind > 0) {
+		out = onnx_lookup(c, n->output[0]);
+		if (out) {
+			out->gelu = kind;
+			out->gelu_x = x;
+		}
+		return 0;
+	}
+	/* the product is complete: GELU(x), when x is f32 */
+	y = onnx_value(c, x);
+	if (y < 0 || onnx_shape_of(c, y).type != VTPU_F32)
+		return 0;
+	y = onnx_chk(c, vtpu_g_unary(c->g, VTPU_GELU, y));
+	return y < 0 ? y : onnx_out(c, n, 0, y);
+}
+
+/*
  * sin (@want 0) or cos (1) of f32 @x: x = k pi/2 + r with |r| <= pi/4
  * (pi/2 in three parts, Cody and Waite's, whose products with k are
  * exact for |k| < 2^16), then Cephes' minimax polynomials for sin r and

@@ -463,7 +463,7 @@ static int add_node(struct ctx *c, node_t *n)
 		return ret < 0 ? -EINVAL : 0;
 	if (d->fn(c, n, d) < 0 || c->failed)
 		return c->failed ? -EINVAL : onnx_fail(c, "failed");
-	return 0;
+	return onnx_gelu_peephole(c, n) < 0 ? -EINVAL : 0;
 }
 
 static int add_outputs(struct ctx *c, const Onnx__GraphProto *gp)

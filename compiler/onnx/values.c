@@ -39,6 +39,8 @@ int onnx_define(struct ctx *c, const char *name, int id, struct cval *cv)
 	v->c = cv;
 	v->b = NULL;
 	v->s = NULL;
+	v->gelu = 0;
+	v->gelu_x = NULL;
 	return 0;
 }
 

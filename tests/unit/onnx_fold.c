@@ -38,6 +38,8 @@ struct model {
 	Onnx__TensorShapeProto in_shape;
 	Onnx__TensorShapeProto__Dimension dims[4], *pdims[4];
 	int64_t cdata[MAX_NODES][4];
+	float fdata[MAX_NODES][16];
+	int64_t fdims[MAX_NODES][2];
 	char *io[MAX_NODES][8];
 	char names[MAX_NODES][16];
 };
@@ -148,6 +150,34 @@ static void iconst(struct model *md, const char *name, int n,
 	t->dims = scalar ? NULL : &dims1[k];
 	node(md, "Constant", "", name, NULL, 0);
 	md->attrs[k].name = "value";
+	onnx__attribute_proto__init(&md->attrs[k]);
+	md->attrs[k].name = "value";
+	md->attrs[k].has_type = true;
+	md->attrs[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	md->attrs[k].t = t;
+	md->pattrs[k] = &md->attrs[k];
+	md->nodes[k].n_attribute = 1;
+	md->nodes[k].attribute = &md->pattrs[k];
+}
+
+/* A Constant node "name" of f32 @v: a scalar (@rows 0) or @rows x @cols. */
+static void fconst(struct model *md, const char *name, int rows, int cols,
+		   const float *v)
+{
+	int k = (int)md->g.n_node, n = rows ? rows * cols : 1;
+	Onnx__TensorProto *t = &md->consts[k];
+
+	onnx__tensor_proto__init(t);
+	t->has_data_type = true;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	memcpy(md->fdata[k], v, n * sizeof(*v));
+	t->n_float_data = n;
+	t->float_data = md->fdata[k];
+	md->fdims[k][0] = rows;
+	md->fdims[k][1] = cols;
+	t->n_dims = rows ? 2 : 0;
+	t->dims = rows ? md->fdims[k] : NULL;
+	node(md, "Constant", "", name, NULL, 0);
 	onnx__attribute_proto__init(&md->attrs[k]);
 	md->attrs[k].name = "value";
 	md->attrs[k].has_type = true;
@@ -422,6 +452,121 @@ TEST(s64_computation_is_refused_by_lowering)
 	EXPECT_GT(0, vtpu_compile(g, &dev, NULL, &p, err, sizeof(err)));
 	EXPECT_NE(NULL, strstr(err, "s64 computation")) TH_LOG("%s", err);
 	vtpu_program_free(p);
+	vtpu_graph_free(g);
+}
+
+/* The op of output 0 and whether its operand 0 is the parameter. */
+static enum ir_op out_op(struct vtpu_graph *g, bool *of_param)
+{
+	const struct ir_node *n = &g->ir.nodes[g->ir.outputs[0]];
+
+	*of_param = n->nin && g->ir.nodes[n->in[0]].op == OP_PARAM;
+	return n->op;
+}
+
+static const float sqrt2 = 1.41421353816986083984375f, one = 1, half = 0.5f;
+
+/* torch's export of exact GELU: x * (1 + erf(x / sqrt2)) * 0.5 */
+TEST(torch_gelu_becomes_the_devices_gelu)
+{
+	static const int64_t x[] = { 2, 5 };
+	struct vtpu_graph *g = NULL;
+	struct model md;
+	bool of_x;
+
+	model_init(&md, 2, x);
+	fconst(&md, "s2", 0, 0, &sqrt2);
+	fconst(&md, "one", 0, 0, &one);
+	fconst(&md, "half", 0, 0, &half);
+	node(&md, "Div", "x|s2", "d", NULL, 0);
+	node(&md, "Erf", "d", "e", NULL, 0);
+	node(&md, "Add", "e|one", "a", NULL, 0);
+	node(&md, "Mul", "x|a", "m", NULL, 0);
+	node(&md, "Mul", "m|half", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_EQ(OP_GELU, out_op(g, &of_x));
+	EXPECT_TRUE(of_x);
+	vtpu_graph_free(g);
+}
+
+/* Hugging Face's: (x * 0.5) * (1 + erf(x * (1 / sqrt2))) */
+TEST(hf_gelu_becomes_the_devices_gelu)
+{
+	static const int64_t x[] = { 3 };
+	static const float rs2 = 0.707106769084930419921875f;
+	struct vtpu_graph *g = NULL;
+	struct model md;
+	bool of_x;
+
+	model_init(&md, 1, x);
+	fconst(&md, "rs2", 0, 0, &rs2);
+	fconst(&md, "one", 0, 0, &one);
+	fconst(&md, "half", 0, 0, &half);
+	node(&md, "Mul", "half|x", "h", NULL, 0);
+	node(&md, "Mul", "x|rs2", "d", NULL, 0);
+	node(&md, "Erf", "d", "e", NULL, 0);
+	node(&md, "Add", "one|e", "a", NULL, 0);
+	node(&md, "Mul", "h|a", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_EQ(OP_GELU, out_op(g, &of_x));
+	EXPECT_TRUE(of_x);
+	vtpu_graph_free(g);
+}
+
+/* Another scale, or another x, is not GELU: Erf stays. */
+TEST(near_gelu_patterns_stay_erf)
+{
+	static const int64_t x[] = { 4 };
+	static const float two = 2;
+	struct vtpu_graph *g = NULL;
+	struct model md;
+	bool of_x;
+
+	model_init(&md, 1, x);
+	fconst(&md, "two", 0, 0, &two);
+	fconst(&md, "one", 0, 0, &one);
+	fconst(&md, "half", 0, 0, &half);
+	node(&md, "Div", "x|two", "d", NULL, 0);
+	node(&md, "Erf", "d", "e", NULL, 0);
+	node(&md, "Add", "e|one", "a", NULL, 0);
+	node(&md, "Mul", "x|a", "m", NULL, 0);
+	node(&md, "Mul", "m|half", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_NE(OP_GELU, out_op(g, &of_x));
+	vtpu_graph_free(g);
+
+	model_init(&md, 1, x);
+	fconst(&md, "s2", 0, 0, &sqrt2);
+	fconst(&md, "one", 0, 0, &one);
+	fconst(&md, "half", 0, 0, &half);
+	node(&md, "Div", "x|s2", "d", NULL, 0);
+	node(&md, "Erf", "d", "e", NULL, 0);
+	node(&md, "Add", "e|one", "a", NULL, 0);
+	node(&md, "Mul", "a|a", "m", NULL, 0);	/* not x */
+	node(&md, "Mul", "m|half", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_NE(OP_GELU, out_op(g, &of_x));
+	vtpu_graph_free(g);
+}
+
+/* [B, S, E] x [E, N]: one matmul of B*S rows, not B copies of the weight. */
+TEST(matmul_with_a_shared_weight_does_not_copy_it)
+{
+	static const int64_t x[] = { 3, 4, 2 };
+	static const float w[6] = { 1, 2, 3, 4, 5, 6 };
+	struct vtpu_graph *g = NULL;
+	struct model md;
+	char buf[64];
+	int i, bcast = 0;
+
+	model_init(&md, 3, x);
+	fconst(&md, "w", 2, 3, w);
+	node(&md, "MatMul", "x|w", "y", NULL, 0);
+	PARSE_OK(&md, &g);
+	EXPECT_STREQ("3x4x3", dims_of(g, buf, sizeof(buf)));
+	for (i = 0; i < g->ir.n; i++)
+		bcast += g->ir.nodes[i].op == OP_BROADCAST;
+	EXPECT_EQ(0, bcast);
 	vtpu_graph_free(g);
 }
 

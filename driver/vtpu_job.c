@@ -701,6 +701,15 @@ static u64 vtpu_job_cost(const struct vtpu_prog_info *info)
 	       info->vmem_size;
 }
 
+/* Queues an initialised scheduler job; sleeps not (see vtpu_plug_unplug()). */
+static void vtpu_job_push(struct vtpu_file *vfile, struct vtpu_job *job)
+{
+	spin_lock(&vfile->submit_lock);
+	drm_sched_job_arm(&job->base);
+	drm_sched_entity_push_job(&job->base);
+	spin_unlock(&vfile->submit_lock);
+}
+
 #ifdef CONFIG_BLOCK
 /**
  * struct vtpu_plug - the chain a file's jobs join during one batch
@@ -716,15 +725,10 @@ struct vtpu_plug {
 	u64 cost;
 };
 
-/* Pushes the chain; nothing here sleeps (see vtpu_plug_unplug()). */
 static void vtpu_plug_push(struct vtpu_file *vfile, struct vtpu_plug *plug)
 {
-	if (!plug->leader)
-		return;
-	spin_lock(&vfile->submit_lock);
-	drm_sched_job_arm(&plug->leader->base);
-	drm_sched_entity_push_job(&plug->leader->base);
-	spin_unlock(&vfile->submit_lock);
+	if (plug->leader)
+		vtpu_job_push(vfile, plug->leader);
 	plug->leader = NULL;
 }
 
@@ -740,6 +744,12 @@ static void vtpu_plug_unplug(struct blk_plug_cb *cb, bool from_schedule)
 	kfree(plug);
 }
 
+/* Whether the task is submitting a batch (io_uring plugs it). */
+static bool vtpu_in_batch(void)
+{
+	return current->plug;
+}
+
 static struct vtpu_plug *vtpu_plug_get(struct vtpu_file *vfile)
 {
 	struct blk_plug_cb *cb;
@@ -752,6 +762,11 @@ struct vtpu_plug;
 
 static void vtpu_plug_push(struct vtpu_file *vfile, struct vtpu_plug *plug)
 {
+}
+
+static bool vtpu_in_batch(void)
+{
+	return false;
 }
 
 static struct vtpu_plug *vtpu_plug_get(struct vtpu_file *vfile)
@@ -776,12 +791,14 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 	struct vtpu_plug *plug;
 	int ret;
 
-	if (args->in_sync_count || cost > VTPU_CHAIN_BUDGET)
-		return 1;
-	plug = vtpu_plug_get(vfile);
-	if (!plug)
+	if (args->in_sync_count || cost > VTPU_CHAIN_BUDGET || !vtpu_in_batch())
 		return 1;
 
+	/*
+	 * Whatever may sleep comes before the plug is looked up, or between
+	 * two lookups: a task that sleeps flushes its plug, which runs
+	 * vtpu_plug_unplug() and frees the plug.
+	 */
 	ret = vtpu_job_get_out_sync(job, file, args, &out_sync, &chain);
 	if (ret)
 		goto err;
@@ -791,25 +808,34 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 		goto err;
 	}
 
-	if (plug->count == VTPU_CHAIN_MAX ||
-	    plug->cost + cost > VTPU_CHAIN_BUDGET)
+	plug = vtpu_plug_get(vfile);
+	if (plug && (plug->count == VTPU_CHAIN_MAX ||
+		     plug->cost + cost > VTPU_CHAIN_BUDGET))
 		vtpu_plug_push(vfile, plug);
-	if (!plug->leader) {
+	if (!plug || !plug->leader) {
+		/* A new chain: its scheduler job (this may sleep) */
 		ret = drm_sched_job_init(&job->base, &vfile->entity, 1, vfile,
 					 file->client_id);
 		if (ret)
 			goto err;
-		plug->leader = job;
-		plug->count = 0;
-		plug->cost = 0;
+		plug = vtpu_plug_get(vfile);
+		if (plug && !plug->leader) {
+			plug->leader = job;
+			plug->count = 0;
+			plug->cost = 0;
+		} else {
+			plug = NULL;	/* no memory for a plug: alone */
+		}
 	} else {
 		/* The leader's scheduler job and hardware fence carry it. */
 		kfree(job->hw_fence);
 		job->hw_fence = NULL;
 		list_add_tail(&job->chain_node, &plug->leader->chain);
 	}
-	plug->count++;
-	plug->cost += cost;
+	if (plug) {
+		plug->count++;
+		plug->cost += cost;
+	}
 
 	job->id = atomic64_inc_return(&vfile->next_id);
 	job->client = file->client_id;
@@ -824,6 +850,8 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 			      job->info.insn_count, args->binding_count, true);
 	*done_out = dma_fence_get(job->done);
 	args->job_id = job->id;
+	if (!plug)
+		vtpu_job_push(vfile, job);
 	return 0;
 
 err:

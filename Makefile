@@ -161,6 +161,11 @@ $(PY_DIR)/%: runtime/python/vtpu/%
 	@mkdir -p $(@D)
 	cp $< $@
 
+# The python suite: tests/python on the host backend, then its accel
+# tests in QEMU; the README's Python example on both.
+python: module python-build $(BUILD)/examples/readme_python.py
+	@PYTHON=$(PYTHON) tools/python.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
+
 # ONNX's own backend test data, on the host backend (CONFORMANCE_ARGS=
 # --category simple, say, for a quick run).
 conformance: $(CONFORMANCE)
@@ -308,11 +313,18 @@ $(BUILD)/include/vtpu/vtpu.h: runtime/include/vtpu.h compiler/include/vtpu_compi
 	@mkdir -p $(@D)
 	cp runtime/include/vtpu.h compiler/include/vtpu_compiler.h $(@D)/
 
+# $(call readme_example,NAME): the code block after <!-- example: NAME -->.
+readme_example = @mkdir -p $(@D); \
+	awk '$$0 == "<!-- example: $1 -->" { on = 1; next } \
+	     on && /^```[a-z]/ { next } on && /^```/ { exit } on { print }' \
+	     $< > $@; \
+	test -s $@ || { echo "README.md lost its $1 example"; exit 1; }
+
 $(BUILD)/examples/readme_mlp.c: README.md
-	@mkdir -p $(@D)
-	awk '/<!-- example: mlp -->/ { on = 1; next } on && /^```c/ { next } \
-	     on && /^```/ { exit } on { print }' $< > $@
-	@test -s $@ || { echo "README.md lost its example"; exit 1; }
+	$(call readme_example,mlp)
+
+$(BUILD)/examples/readme_python.py: README.md
+	$(call readme_example,python)
 
 # Built as an application would: installed header, shared library.
 $(EXAMPLE): $(BUILD)/examples/readme_mlp.c $(BUILD)/include/vtpu/vtpu.h $(LIBVTPU_SO)

@@ -37,25 +37,55 @@ static size_t shape_bytes(const struct vtpu_shape *s)
 	return vtpu_shape_elems(s) * vtpu_type_size(s->type);
 }
 
+/*
+ * The device a new slot's buffers go to: all of one run's buffers must
+ * share a device, so the choice is made once per slot rather than left
+ * to each vtpu_buffer_create(). The least loaded device, as libvtpu
+ * would pick; @turn breaks ties so that concurrent slots spread out.
+ */
+static struct vtpu_device *slot_device(struct vtpu_client *c, unsigned int turn)
+{
+	int n = vtpu_client_device_count(c), best = -1;
+	uint64_t best_jobs = UINT64_MAX;
+	struct vtpu_device *d, *pick = NULL;
+
+	for (int k = 0; k < n; k++) {
+		struct vtpu_device_info di;
+		int i = (int)((turn + k) % n);
+
+		if (vtpu_client_device(c, i, &d) || vtpu_device_info(d, &di))
+			continue;
+		if (best < 0 || di.jobs_in_flight < best_jobs) {
+			best = i;
+			best_jobs = di.jobs_in_flight;
+			pick = d;
+		}
+	}
+	return pick;
+}
+
 /* Called without the GIL. */
 static int slot_new(ExecutableObject *e, struct run_slot **out)
 {
 	struct run_slot *s = calloc(1, sizeof(*s));
+	struct vtpu_device *d;
 	int ret = -ENOMEM;
 
 	if (!s)
 		return ret;
+	d = slot_device(e->client->c,
+			__atomic_fetch_add(&e->slots_made, 1, __ATOMIC_RELAXED));
 	s->in = calloc(e->nin + 1, sizeof(*s->in));
 	s->out = calloc(e->nout + 1, sizeof(*s->out));
 	if (!s->in || !s->out)
 		goto fail;
 	for (int i = 0; i < e->nin; i++)
-		if ((ret = vtpu_buffer_create(e->client->c, NULL,
+		if ((ret = vtpu_buffer_create(e->client->c, d,
 					      shape_bytes(&e->in_shapes[i]),
 					      VTPU_PLACE_AUTO, &s->in[i])))
 			goto fail;
 	for (int i = 0; i < e->nout; i++)
-		if ((ret = vtpu_buffer_create(e->client->c, NULL,
+		if ((ret = vtpu_buffer_create(e->client->c, d,
 					      shape_bytes(&e->out_shapes[i]),
 					      VTPU_PLACE_AUTO, &s->out[i])))
 			goto fail;
@@ -78,6 +108,7 @@ PyObject *pyvtpu_executable_new(ClientObject *c, struct vtpu_executable *x)
 	e->client = c;
 	e->e = x;
 	e->free_slots = NULL;
+	e->slots_made = 0;
 	e->nin = vtpu_executable_num_inputs(x);
 	e->nout = vtpu_executable_num_outputs(x);
 	e->in_shapes = calloc(e->nin + 1, sizeof(*e->in_shapes));

@@ -49,6 +49,7 @@ typedef struct {
 	int nin, nout;
 	struct vtpu_shape *in_shapes, *out_shapes;
 	struct run_slot *free_slots;	/* buffers of finished runs */
+	unsigned int slots_made;	/* spreads new slots over devices */
 } ExecutableObject;
 
 extern PyTypeObject Client_Type, Buffer_Type, Executable_Type, Profile_Type;

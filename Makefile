@@ -153,7 +153,7 @@ python-build: $(PY_EXT) $(patsubst runtime/python/vtpu/%,$(PY_DIR)/%,$(PY_FILES)
 
 $(PY_EXT): $(PY_SRCS) runtime/python/ext/pyvtpu.h $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -shared $(PY_CFLAGS) \
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -shared $(PY_CFLAGS) \
 		-Iruntime/include -Icompiler/include -Iruntime/python/ext \
 		-o $@ $(PY_SRCS) $(LIBVTPU) $(RT_LIBS) -Wl,--exclude-libs,ALL
 
@@ -261,8 +261,9 @@ $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 OPENBLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo && echo SkylakeX || \
 	{ grep -qw avx2 /proc/cpuinfo && echo Haswell; })
 
-bench: module $(BENCH) $(RUN_TOOL)
+bench: module $(BENCH) $(RUN_TOOL) python-build
 	@$(BENCH) compile
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) tools/bench/python_overhead.py host
 	@OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(OPENBLAS_CORE)} \
 		$(BENCH) exec
 	@tools/bench/models.sh $(BUILD)

@@ -288,22 +288,12 @@ struct vtpu_tensor {
 	char *name;			/* a .pb's TensorProto.name, or NULL */
 };
 
-/* Bytes of one element of a device type (bf16 2, s64 8, pred 1, else 4). */
-size_t vtpu_type_size(enum vtpu_type t);
-/* "f32", "bf16", "s32", "s64", "pred"; "?" for others. */
-const char *vtpu_type_name(enum vtpu_type t);
 /* Bytes of one host element; 0 for types without a fixed size (STRING). */
 size_t vtpu_elem_size(enum vtpu_elem dt);
 /* ONNX's name: "float", "int64", "bool", ...; "undefined" for others. */
 const char *vtpu_elem_name(enum vtpu_elem dt);
 /* The host type holding a device type's elements as they are (F32: FLOAT). */
 enum vtpu_elem vtpu_type_elem(enum vtpu_type t);
-/* Elements of @s: the product of its dims (1 for a scalar). */
-size_t vtpu_shape_elems(const struct vtpu_shape *s);
-
-/* f32 to bf16, rounding to nearest even; a NaN stays a quiet NaN. */
-uint16_t vtpu_f32_to_bf16(float f);
-float vtpu_bf16_to_f32(uint16_t b);
 
 /*
  * Converts @n elements of @from at @src into @to at @dst (which holds

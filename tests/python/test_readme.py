@@ -10,10 +10,12 @@ import pytest
 
 
 def run_example(backend):
-    path = os.environ.get("VTPU_README_EXAMPLE")
-    if not path or not os.path.exists(path):
-        pytest.fail("VTPU_README_EXAMPLE (the README's example) is not set; "
-                    "make python sets it")
+    top = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    build = os.environ.get("VTPU_BUILD", os.path.join(top, "build"))
+    path = os.environ.get("VTPU_README_EXAMPLE",
+                          os.path.join(build, "examples", "readme_python.py"))
+    if not os.path.exists(path):
+        pytest.fail("no %s: make cuts it out of README.md" % path)
     env = dict(os.environ, VTPU_BACKEND=backend)
     out = subprocess.run([sys.executable, path], env=env, check=True,
                          capture_output=True, text=True, timeout=120).stdout

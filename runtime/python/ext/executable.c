@@ -12,6 +12,7 @@
 #include "pyvtpu.h"
 
 #include <errno.h>
+#include <time.h>
 
 /* One run's device buffers, reused by the next run of the executable. */
 struct run_slot {
@@ -410,7 +411,61 @@ out:
 	return res;
 }
 
+PyDoc_STRVAR(time_c_doc,
+"_time_c(inputs, n) -> seconds: n runs as a C program would make them\n"
+"(upload, vtpu_execute, download, on the same buffers), with no Python\n"
+"in between; the baseline of tools/bench/python_overhead.py.");
+
+static PyObject *Executable_time_c(ExecutableObject *self, PyObject *args)
+{
+	struct run r = { .e = self };
+	struct run_slot *slot = NULL;
+	struct timespec t0, t1;
+	PyObject *inputs, *res = NULL;
+	int n, ret = 0, nin = self->nin, nout = self->nout;
+
+	if (!PyArg_ParseTuple(args, "Oi", &inputs, &n))
+		return NULL;
+	inputs = PySequence_Fast(inputs, "inputs: a sequence of arrays");
+	if (!inputs)
+		return NULL;
+	r.in = calloc(nin + 1, sizeof(*r.in));
+	r.out = calloc(nout + 1, sizeof(*r.out));
+	r.in_elem = calloc(nin + 1, sizeof(*r.in_elem));
+	r.out_elem = calloc(nout + 1, sizeof(*r.out_elem));
+	if (!r.in || !r.out || !r.in_elem || !r.out_elem ||
+	    PySequence_Fast_GET_SIZE(inputs) != nin) {
+		PyErr_SetString(PyExc_ValueError, "inputs");
+		goto out;
+	}
+	for (int i = 0; i < nin; i++)
+		if (take_input(&r, PySequence_Fast_GET_ITEM(inputs, i), i))
+			goto out;
+	for (int i = 0; i < nout; i++)
+		if (make_output(&r, NULL, i))
+			goto out;
+	Py_BEGIN_ALLOW_THREADS
+	ret = run_nogil(&r, &slot);	/* the buffers, made once */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int k = 0; k < n && !ret; k++)
+		ret = run_nogil(&r, &slot);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	Py_END_ALLOW_THREADS
+	if (slot)
+		slot_free(self, slot);
+	if (ret)
+		pyvtpu_raise(ret, r.err[0] ? r.err : vtpu_client_error(self->client->c));
+	else
+		res = PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) +
+					 (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+out:
+	run_release(&r, nin, nout);
+	Py_DECREF(inputs);
+	return res;
+}
+
 static PyMethodDef Executable_methods[] = {
+	{ "_time_c", (PyCFunction)Executable_time_c, METH_VARARGS, time_c_doc },
 	{ "cost", (PyCFunction)Executable_cost, METH_NOARGS, cost_doc },
 	{ "run", (PyCFunction)(void (*)(void))Executable_run,
 	  METH_VARARGS | METH_KEYWORDS, run_doc },

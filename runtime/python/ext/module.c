@@ -225,6 +225,7 @@ static PyObject *py_load_tensor(PyObject *self, PyObject *args)
 {
 	struct vtpu_tensor t;
 	npy_intp dims[VTPU_TENSOR_MAX_RANK];
+	PyObject *r = NULL;
 	PyArrayObject *a;
 	const char *path;
 	char err[512];
@@ -246,19 +247,12 @@ static PyObject *py_load_tensor(PyObject *self, PyObject *args)
 	for (int i = 0; i < t.rank; i++)
 		dims[i] = t.dims[i];
 	a = (PyArrayObject *)PyArray_SimpleNew(t.rank, dims, npy);
-	if (a)
+	if (a) {
 		memcpy(PyArray_DATA(a), t.data, t.n * vtpu_elem_size(t.dtype));
-	ret = 0;
-	if (!a) {
-		vtpu_tensor_free(&t);
-		return NULL;
+		r = Py_BuildValue("(Nz)", a, t.name);
 	}
-	{
-		PyObject *r = Py_BuildValue("(Nz)", a, t.name);
-
-		vtpu_tensor_free(&t);
-		return r;
-	}
+	vtpu_tensor_free(&t);
+	return r;
 }
 
 static PyMethodDef methods[] = {

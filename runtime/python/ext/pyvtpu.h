@@ -31,7 +31,6 @@
 typedef struct {
 	PyObject_HEAD
 	struct vtpu_client *c;
-	PyObject *profile;	/* the running Profile, or NULL */
 } ClientObject;
 
 typedef struct {

@@ -371,14 +371,7 @@ class InferenceSession:
             names = [p if isinstance(p, str) else p[0] for p in providers]
             backend = next((p for p in names if p in ("accel", "host")),
                            backend)
-        self._client = client or Client(backend)
-        self._lock = threading.Lock()
-        self._cache: "OrderedDict[tuple, Executable]" = OrderedDict()
-        self._exe: Optional[Executable] = None
-        self._hlo = False
-        if isinstance(path_or_bytes, Executable):   # from_hlo()
-            self._init_executable(path_or_bytes)
-            return
+        self._setup(client or Client(backend))
         self._data = _read_model(path_or_bytes)
         ins, outs = _vtpu.model_info(self._data)
         self._inputs = [NodeArg(v["name"], v["shape"], _ort_type(v["elem"]))
@@ -402,8 +395,13 @@ class InferenceSession:
         return (shape is None or any(not isinstance(d, int) for d in shape)
                 or self._in_elems[i] in (6, 7))
 
+    def _setup(self, client: Client) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self._cache: "OrderedDict[tuple, Executable]" = OrderedDict()
+        self._exe: Optional[Executable] = None
+
     def _init_executable(self, exe: Executable) -> None:
-        self._hlo = True
         self._exe = exe
         self._inputs = [NodeArg("input_%d" % i, list(s.shape),
                                 _ort_type(_DEVICE_ELEM[s.dtype]))
@@ -418,8 +416,10 @@ class InferenceSession:
     def from_hlo(cls, text: str, *, backend: str = "auto",
                  client: Optional[Client] = None) -> "InferenceSession":
         """A session over an XLA HLO text module (inputs "input_0", ...)."""
-        c = client or Client(backend)
-        return cls(c.compile(text), client=c)
+        self = cls.__new__(cls)
+        self._setup(client or Client(backend))
+        self._init_executable(self._client.compile(text))
+        return self
 
     @property
     def client(self) -> Client:

@@ -274,33 +274,32 @@ int vtpu_elem_convert(enum vtpu_elem from, const void *src, size_t n,
 
 /* ---- files ------------------------------------------------------------ */
 
-static void *slurp(const char *path, size_t *len, char *err, size_t errlen,
-		   int *ret)
+int vtpu_read_file(const char *path, void **out, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	long n;
+	int ret = -EIO;
 
-	*ret = 0;
-	if (!f) {
-		*ret = fail(err, errlen, -errno, "cannot read %s: %s", path,
-			    strerror(errno));
-		return NULL;
-	}
+	*out = NULL;
+	if (!f)
+		return -errno;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0) {
 		rewind(f);
 		buf = malloc(n + 1);
-		if (buf && fread(buf, 1, n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else if (buf) {
+		if (!buf) {
+			ret = -ENOMEM;
+		} else if (fread(buf, 1, n, f) == (size_t)n) {
+			buf[n] = '\0';
 			*len = n;
+			*out = buf;
+			ret = 0;
+		} else {
+			free(buf);
 		}
 	}
 	fclose(f);
-	if (!buf)
-		*ret = fail(err, errlen, -EIO, "cannot read %s", path);
-	return buf;
+	return ret;
 }
 
 /* Sets dims, n and the data buffer; -EINVAL past MAX_ELEMS. */
@@ -538,9 +537,10 @@ int vtpu_tensor_load(const char *path, struct vtpu_tensor *out, char *err,
 	void *buf;
 
 	memset(out, 0, sizeof(*out));
-	buf = slurp(path, &len, err, errlen, &ret);
-	if (!buf)
-		return ret;
+	ret = vtpu_read_file(path, &buf, &len);
+	if (ret)
+		return fail(err, errlen, ret, "cannot read %s: %s", path,
+			    strerror(-ret));
 	if (ends_with(path, ".npy"))
 		ret = vtpu_tensor_decode_npy(buf, len, out, msg, sizeof(msg));
 	else

@@ -79,29 +79,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0) {
-		rewind(f);
-		buf = malloc(n + 1);
-		if (buf && fread(buf, 1, n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else if (buf) {
-			buf[n] = '\0';
-			*len = n;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 static const char *ends(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -223,12 +200,12 @@ static int compile_model(struct vtpu_client *c, const char *path,
 	struct vtpu_graph *g = NULL;
 	char err[512];
 	size_t len;
-	void *buf = read_file(path, &len);
-	int ret;
+	void *buf;
+	int ret = vtpu_read_file(path, &buf, &len);
 
-	if (!buf)
+	if (ret)
 		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
-			       strerror(errno)), -1;
+			       strerror(-ret)), -1;
 	if (ends(path, ".onnx")) {
 		ret = parse_onnx(buf, len, in, nin, &g, err, sizeof(err));
 		if (ret) {

@@ -308,6 +308,13 @@ int vtpu_elem_convert(enum vtpu_elem from, const void *src, size_t n,
 		       enum vtpu_elem to, void *dst, char *err, size_t errlen);
 
 /*
+ * Reads the whole file @path into *@out (NUL-terminated, which HLO text
+ * wants; the caller frees it) and its length, not counting the NUL,
+ * into *@len. 0 or -errno.
+ */
+int vtpu_read_file(const char *path, void **out, size_t *len);
+
+/*
  * Reads a tensor file: .npy (version 1 to 3, C order, any numeric or bool
  * type) when @path ends in ".npy", else an ONNX TensorProto (.pb).
  * -EOPNOTSUPP for element types or storage it cannot decode (strings,

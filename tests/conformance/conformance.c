@@ -155,29 +155,6 @@ static void mkpath(char *buf, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Reads a whole file; NULL (errno set) on failure. */
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc(n ? (size_t)n : 1);
-		if (buf && fread(buf, 1, n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-			errno = EIO;
-		}
-		*len = n;
-	}
-	fclose(f);
-	return buf;
-}
-
 static bool file_exists(const char *path)
 {
 	struct stat st;
@@ -304,12 +281,12 @@ static void model_free(struct model *m)
 static int model_load(const char *tdir, struct model *m, struct result *r)
 {
 	char path[4096];
+	int ret;
 
 	mkpath(path, sizeof(path), "%s/model.onnx", tdir);
-	m->buf = read_file(path, &m->len);
-	if (!m->buf)
-		return -set_result(r, V_FAIL, "model.onnx: %s",
-				   strerror(errno));
+	ret = vtpu_read_file(path, &m->buf, &m->len);
+	if (ret)
+		return -set_result(r, V_FAIL, "model.onnx: %s", strerror(-ret));
 	if (vtpu_model_info(m->buf, m->len, &m->info, NULL, 0) == -ENOMEM)
 		return -set_result(r, V_FAIL, "out of memory");
 	return 0;

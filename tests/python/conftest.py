@@ -6,6 +6,7 @@ own Python package, independent of libvtpu) and HLO text, and clients.
 Tests run on the host backend unless they are marked ``accel``; those
 run only in the VM (tools/python.sh sets VTPU_TEST_ACCEL=1 there)."""
 import os
+import threading
 
 import numpy as np
 import onnx
@@ -41,6 +42,25 @@ def make_model(nodes, inputs, outputs, initializers=(), opset=13):
     m.ir_version = 8
     onnx.checker.check_model(m)
     return m.SerializeToString()
+
+
+def in_threads(fn, n):
+    """Runs fn(0) .. fn(n - 1) in n threads at once; returns what they
+    raised (for the test's own thread to assert on)."""
+    errors = []
+
+    def wrap(k):
+        try:
+            fn(k)
+        except Exception as e:
+            errors.append(e)
+
+    ts = [threading.Thread(target=wrap, args=(k,)) for k in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors
 
 
 @pytest.fixture(scope="session")

@@ -3,13 +3,12 @@
 """The accel backend, in QEMU with vtpu.ko loaded (tools/python.sh):
 the same API must work there and give the host backend's bits."""
 import os
-import threading
 
 import numpy as np
 import pytest
 
 import vtpu
-from conftest import ADD_HLO
+from conftest import ADD_HLO, in_threads
 
 pytestmark = pytest.mark.accel
 
@@ -64,19 +63,12 @@ def test_accel_threads(accel, mlp_model):
     s = vtpu.InferenceSession(data, client=accel)
     xs = [np.full((2, 8), k, np.float32) for k in range(4)]
     want = [ref(x) for x in xs]
-    got, errors = {}, []
+    got = {}
 
     def work(k):
-        try:
-            got[k] = [s.run(None, {"x": xs[k]})[0] for _ in range(5)]
-        except Exception as e:
-            errors.append(e)
+        got[k] = [s.run(None, {"x": xs[k]})[0] for _ in range(5)]
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = in_threads(work, 4)
     assert not errors, errors
     for k in range(4):
         for y in got[k]:

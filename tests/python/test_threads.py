@@ -7,32 +7,28 @@ import time
 import numpy as np
 
 import vtpu
-from conftest import matmul_hlo
+from conftest import in_threads, matmul_hlo
 
 
 def test_one_session_from_many_threads(mlp_model):
     data, ref = mlp_model
     s = vtpu.InferenceSession(data, backend="host")
-    errors, results = [], {}
+    results = {}
 
     def work(k):
-        try:
-            rng = np.random.default_rng(k)
-            for it in range(20):
-                x = rng.standard_normal((1 + (k + it) % 4, 8)).astype(np.float32)
-                y, = s.run(None, {"x": x})
-                np.testing.assert_allclose(y, ref(x), rtol=1e-5, atol=1e-5)
-            results[k] = True
-        except Exception as e:   # re-raised below, in the test's thread
-            errors.append(e)
+        rng = np.random.default_rng(k)
+        for it in range(20):
+            x = rng.standard_normal((1 + (k + it) % 4, 8)).astype(np.float32)
+            y, = s.run(None, {"x": x})
+            np.testing.assert_allclose(y, ref(x), rtol=1e-5, atol=1e-5)
+        results[k] = True
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = in_threads(work, 6)
     assert not errors, errors
     assert len(results) == 6
+
+
+RUNS = 6
 
 
 def test_run_releases_the_gil():
@@ -51,7 +47,7 @@ def test_run_releases_the_gil():
     stamps = []
 
     def runs():
-        for _ in range(3):
+        for _ in range(RUNS):
             exe.run(a, a)
         done.set()
 
@@ -61,6 +57,10 @@ def test_run_releases_the_gil():
         stamps.append(time.perf_counter())
         time.sleep(0)
     t.join()
-    gap = max(np.diff(stamps)) if len(stamps) > 1 else single * 3
+    # Held, each run would stop this thread for about a run's time; the
+    # scheduler alone (another busy process) may now and then.
+    gaps = np.diff(stamps) if len(stamps) > 1 else [single] * RUNS
+    held = sum(g > 0.8 * single for g in gaps)
     assert single > 0.01, "the model is too fast to tell (%.4f s)" % single
-    assert gap < single / 2, "held up %.4f s; a run takes %.4f s" % (gap, single)
+    assert held < RUNS // 2, "held up %d times as long as a run (%.4f s)" % (
+        held, single)

@@ -246,7 +246,6 @@ int vtpu_profile_start(struct vtpu_client *c, struct vtpu_profile **out);
 int vtpu_profile_stop(struct vtpu_profile *p, const char *path);
 void vtpu_profile_destroy(struct vtpu_profile *p);
 
-
 /* ---- host tensors and model introspection ------------------------------- */
 
 /*
@@ -315,8 +314,9 @@ int vtpu_elem_convert(enum vtpu_elem from, const void *src, size_t n,
 int vtpu_read_file(const char *path, void **out, size_t *len);
 
 /*
- * Reads a tensor file: .npy (version 1 to 3, C order, any numeric or bool
- * type) when @path ends in ".npy", else an ONNX TensorProto (.pb).
+ * Reads a tensor file: .npy (version 1 to 3, C order, little-endian, any
+ * numeric or bool type) when @path ends in ".npy", else an ONNX
+ * TensorProto (.pb), raw_data or the typed fields.
  * -EOPNOTSUPP for element types or storage it cannot decode (strings,
  * external data), -EINVAL for files that are not tensors, -errno when
  * the file cannot be read. *@out is zeroed first, owned by the caller.
@@ -363,12 +363,15 @@ int vtpu_model_info(const void *data, size_t len,
 void vtpu_model_info_free(struct vtpu_model_info *m);
 
 /*
- * Fills @b with one binding for vtpu_onnx_parse_bound() per tensor: the
- * i-th tensor binds the i-th input of @m (or the input its name names),
- * by its dims, and by its values when it is integer or float (only where
- * the model needs a compile-time constant). Values are converted into
- * *@values, which the caller frees with free() after parsing; names
- * point into @m. Returns the number of bindings, or -errno.
+ * Fills @b (room for @n) with the bindings vtpu_onnx_parse_bound() takes
+ * for the tensors @t: the i-th binds the i-th input of @m, or the input
+ * its name names, by its dims (rank -1 beyond VTPU_MAX_RANK), and INT32
+ * and INT64 tensors by their values as int64, FLOAT and DOUBLE ones as
+ * doubles (used only where the model needs a compile-time constant).
+ * Zeroed tensors (UNDEFINED: not decoded) and tensors beyond the inputs
+ * bind nothing. The values live in *@values, which the caller frees with
+ * free() after parsing; names point into @m. Returns the number of
+ * bindings, or -ENOMEM.
  */
 int vtpu_model_bind(const struct vtpu_model_info *m,
 		    const struct vtpu_tensor *t, int n,

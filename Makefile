@@ -53,7 +53,7 @@ TEST_HDRS := $(wildcard tests/common/*.h)
 RT_SRCS := $(wildcard runtime/*.c)
 RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
 RT_CFLAGS := $(USER_CFLAGS) -fPIC -Iruntime -Iruntime/include \
-	-Icompiler/include -Icompiler -Idriver -Iruntime/compat
+	-Icompiler/include -Icompiler -Idriver -Iruntime/compat -I$(BUILD)/gen
 RT_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj/rt/%.o,$(RT_SRCS))
 RT_SAN_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj-san/rt/%.o,$(RT_SRCS))
 RT_LIBS := $(USER_LIBS) -luring -lyajl -lxxhash -lprotobuf-c -lpthread -lm
@@ -106,7 +106,7 @@ ONNX_FUZZ := $(BUILD)/bin/onnx-fuzz
 KFUZZ := $(BUILD)/bin/vtpu-kfuzz
 
 all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(ONNX_FUZZ) $(LIBVTPU_SO) \
-	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE) $(KFUZZ)
+	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE) $(KFUZZ) python-build
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 		$(LIBVTPU)
@@ -128,6 +128,43 @@ $(CONFORMANCE): tests/conformance/conformance.c $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -Iruntime/include -Icompiler/include -I$(GEN) \
 		-o $@ $< $(LIBVTPU) $(RT_LIBS)
+
+# The Python module (runtime/python): the C extension vtpu._vtpu, linked
+# with libvtpu.a (its -fPIC objects; libvtpu's symbols stay inside), and
+# the pure-Python package around it, laid out in BUILD/python so that
+# PYTHONPATH=BUILD/python imports it. Debian's interpreter and numpy,
+# whatever python3 comes first on PATH.
+PYTHON ?= /usr/bin/python3
+PY_SRCS := $(wildcard runtime/python/ext/*.c)
+PY_FILES := $(wildcard runtime/python/vtpu/*.py runtime/python/vtpu/*.pyi) \
+	runtime/python/vtpu/py.typed
+PY_DIR := $(BUILD)/python/vtpu
+PY_EXT := $(PY_DIR)/_vtpu$(shell $(PYTHON) -c \
+	'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+PY_CFLAGS := -isystem $(shell $(PYTHON) -c \
+	'import sysconfig; print(sysconfig.get_paths()["include"])') \
+	-isystem $(shell $(PYTHON) -c 'import numpy; print(numpy.get_include())')
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+# Where `make install` puts it: Debian's layout (dist-packages).
+PY_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VER)/dist-packages)
+
+.PHONY: python python-build
+python-build: $(PY_EXT) $(patsubst runtime/python/vtpu/%,$(PY_DIR)/%,$(PY_FILES))
+
+$(PY_EXT): $(PY_SRCS) runtime/python/ext/pyvtpu.h $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -shared $(PY_CFLAGS) \
+		-Iruntime/include -Icompiler/include -Iruntime/python/ext \
+		-o $@ $(PY_SRCS) $(LIBVTPU) $(RT_LIBS) -Wl,--exclude-libs,ALL
+
+$(PY_DIR)/%: runtime/python/vtpu/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+# The python suite: tests/python on the host backend, then its accel
+# tests in QEMU; the README's Python example on both.
+python: module python-build $(BUILD)/examples/readme_python.py
+	@PYTHON=$(PYTHON) tools/python.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
 
 # ONNX's own backend test data, on the host backend (CONFORMANCE_ARGS=
 # --category simple, say, for a quick run).
@@ -224,8 +261,9 @@ $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 OPENBLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo && echo SkylakeX || \
 	{ grep -qw avx2 /proc/cpuinfo && echo Haswell; })
 
-bench: module $(BENCH) $(RUN_TOOL)
+bench: module $(BENCH) $(RUN_TOOL) python-build
 	@$(BENCH) compile
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) tools/bench/python_overhead.py host
 	@OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(OPENBLAS_CORE)} \
 		$(BENCH) exec
 	@tools/bench/models.sh $(BUILD)
@@ -276,11 +314,18 @@ $(BUILD)/include/vtpu/vtpu.h: runtime/include/vtpu.h compiler/include/vtpu_compi
 	@mkdir -p $(@D)
 	cp runtime/include/vtpu.h compiler/include/vtpu_compiler.h $(@D)/
 
+# $(call readme_example,NAME): the code block after <!-- example: NAME -->.
+readme_example = @mkdir -p $(@D); \
+	awk '$$0 == "<!-- example: $1 -->" { on = 1; next } \
+	     on && /^```[a-z]/ { next } on && /^```/ { exit } on { print }' \
+	     $< > $@; \
+	test -s $@ || { echo "README.md lost its $1 example"; exit 1; }
+
 $(BUILD)/examples/readme_mlp.c: README.md
-	@mkdir -p $(@D)
-	awk '/<!-- example: mlp -->/ { on = 1; next } on && /^```c/ { next } \
-	     on && /^```/ { exit } on { print }' $< > $@
-	@test -s $@ || { echo "README.md lost its example"; exit 1; }
+	$(call readme_example,mlp)
+
+$(BUILD)/examples/readme_python.py: README.md
+	$(call readme_example,python)
 
 # Built as an application would: installed header, shared library.
 $(EXAMPLE): $(BUILD)/examples/readme_mlp.c $(BUILD)/include/vtpu/vtpu.h $(LIBVTPU_SO)
@@ -303,11 +348,13 @@ $(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(EXEC_CFLAGS) $(call exec_isa,$@) $(SAN) -c -o $@ $<
 
-$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile
+$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile \
+		| $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile
+$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile \
+		| $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) $(SAN) -c -o $@ $<
 
@@ -328,7 +375,7 @@ $(LIBVTPU_SO): $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) runtime/libvtpu.map
 	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]
-install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL)
+install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL) python-build
 	install -d $(DESTDIR)$(PREFIX)/include/vtpu $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/bin
 	install -m 644 runtime/include/vtpu.h compiler/include/vtpu_compiler.h \
@@ -340,6 +387,10 @@ install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL)
 	sed 's|@PREFIX@|$(PREFIX)|' runtime/vtpu.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/vtpu.pc
 	install -m 755 $(COMPILE_TOOL) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PY_SITE)/vtpu
+	install -m 644 $(patsubst runtime/python/vtpu/%,$(PY_DIR)/%,$(PY_FILES)) \
+		$(DESTDIR)$(PY_SITE)/vtpu/
+	install -m 644 $(PY_EXT) $(DESTDIR)$(PY_SITE)/vtpu/
 
 $(ONNX_GEN) &: $(ONNX_PROTO)
 	@mkdir -p $(GEN)
@@ -410,4 +461,4 @@ clean:
 	rm -rf $(BUILD)/tests $(BUILD)/vm $(BUILD)/logs $(BUILD)/obj \
 		$(BUILD)/obj-san $(BUILD)/lib $(BUILD)/bin $(BUILD)/gen \
 		$(BUILD)/include $(BUILD)/examples $(BUILD)/e2e $(BUILD)/demo \
-		$(BUILD)/conformance
+		$(BUILD)/conformance $(BUILD)/python

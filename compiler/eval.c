@@ -81,13 +81,7 @@ static double bf16_to_double(uint16_t h)
 /* Round to nearest even from the f32 value; a NaN stays a quiet NaN. */
 static uint16_t double_to_bf16(double d)
 {
-	float f = to_f32(d);
-	uint32_t x;
-
-	memcpy(&x, &f, sizeof(x));
-	if ((x & 0x7fffffff) > 0x7f800000)
-		return (x >> 16) | 0x0040;
-	return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+	return vtpu_f32_to_bf16(to_f32(d));
 }
 
 /* Toward zero, saturating; NaN is 0 (a bare cast would be undefined). */

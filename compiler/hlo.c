@@ -892,17 +892,6 @@ static int64_t elems_of(const struct vtpu_shape *s)
 
 /* ---- constants ----------------------------------------------------------- */
 
-static uint16_t f32_to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)((u >> 16) | 0x40);	/* quiet NaN */
-	u += 0x7fff + ((u >> 16) & 1);		/* round to nearest even */
-	return (uint16_t)(u >> 16);
-}
-
 /* -?DIGIT+ ("." DIGIT*)? ([eE] [+-]? DIGIT+)? */
 static bool float_syntax(const char *s)
 {
@@ -999,7 +988,7 @@ static int parse_scalar(struct parser *p, enum vtpu_type type, void *dst)
 		if (type == VTPU_F32) {
 			memcpy(dst, &f, 4);
 		} else {
-			h = f32_to_bf16(f);
+			h = vtpu_f32_to_bf16(f);
 			memcpy(dst, &h, 2);
 		}
 		return 0;

@@ -52,6 +52,44 @@ const char *type_name(enum vtpu_type t)
 	return (unsigned int)t < 5 ? names[t] : "?";
 }
 
+size_t vtpu_type_size(enum vtpu_type t)
+{
+	return type_size(t);
+}
+
+const char *vtpu_type_name(enum vtpu_type t)
+{
+	return type_name(t);
+}
+
+size_t vtpu_shape_elems(const struct vtpu_shape *s)
+{
+	size_t n = 1;
+
+	for (int i = 0; i < s->rank; i++)
+		n *= (size_t)s->dims[i];
+	return n;
+}
+
+uint16_t vtpu_f32_to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((u >> 16) | 0x40);	/* quiet NaN */
+	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+float vtpu_bf16_to_f32(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
 bool dims_eq(const struct vtpu_shape *a, const struct vtpu_shape *b)
 {
 	return a->rank == b->rank &&

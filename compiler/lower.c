@@ -135,15 +135,6 @@ static int add_permute(struct ir_graph *g, int x, const int *perm)
 	return add_copy(g, x, xs.rank, dims, &v);
 }
 
-static uint16_t f32_to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fff + ((u >> 16) & 1);	/* round to nearest even */
-	return u >> 16;
-}
-
 /* @value of type @t repeated over @dims: a scalar CONST seen with stride 0. */
 static int add_fill(struct ir_graph *g, enum vtpu_type t, double value,
 		    int rank, const int64_t *dims)
@@ -151,7 +142,7 @@ static int add_fill(struct ir_graph *g, enum vtpu_type t, double value,
 	struct vtpu_shape s = { .type = t, .rank = 0 };
 	struct ir_view v = { 0 };
 	float f = value;
-	uint16_t h = f32_to_bf16(f);
+	uint16_t h = vtpu_f32_to_bf16(f);
 	void *data;
 	int c;
 

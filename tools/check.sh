@@ -22,7 +22,7 @@ if ! make -s BUILD="$build" all > "$logs/build.log" 2>&1; then
 	exit 1
 fi
 
-suites=(checkpatch unit kselftest fuzz-kernel e2e conformance zoo)
+suites=(checkpatch unit kselftest fuzz-kernel e2e conformance zoo python)
 # The make target of a suite whose name is not its target.
 declare -A target=([conformance]=conformance-check)
 summary=()

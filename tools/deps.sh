@@ -26,7 +26,8 @@ pkgs_base=(build-essential bc bison flex libelf-dev kmod xz-utils cpio
 	   pkg-config busybox-static qemu-system-x86 liburing-dev libdrm-dev
 	   perl libopenblas-dev libxxhash-dev clang libyajl-dev libonnx-dev
 	   libonnx-testdata protobuf-c-compiler libprotobuf-c-dev
-	   python3-torch python3-torchvision python3-onnx)
+	   python3-torch python3-torchvision python3-onnx
+	   python3-dev python3-numpy python3-pytest)
 
 have_pkg() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'

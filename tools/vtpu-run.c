@@ -10,8 +10,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "onnx.pb-c.h"
 #include "vtpu.h"
 
 #define MAX_IO	16
@@ -82,29 +79,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0) {
-		rewind(f);
-		buf = malloc(n + 1);
-		if (buf && fread(buf, 1, n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else if (buf) {
-			buf[n] = '\0';
-			*len = n;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 static const char *ends(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -112,222 +86,13 @@ static const char *ends(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix) ? s + a - b : NULL;
 }
 
-static size_t elems(const struct vtpu_shape *s)
+static int load_tensor(const char *path, struct vtpu_tensor *t)
 {
-	size_t n = 1;
-	int i;
+	char err[512];
 
-	for (i = 0; i < s->rank; i++)
-		n *= s->dims[i];
-	return n;
-}
-
-static int type_size(enum vtpu_type t)
-{
-	return t == VTPU_BF16 ? 2 : t == VTPU_S64 ? 8 : t == VTPU_PRED ? 1 : 4;
-}
-
-static const char *type_name(enum vtpu_type t)
-{
-	static const char *const names[] = { "f32", "bf16", "s32", "s64", "pred" };
-
-	return t <= VTPU_PRED ? names[t] : "?";
-}
-
-/*
- * A tensor from a file, as doubles (exact for every type the files
- * hold that vtpu computes with: f32, f64 rounded later, int32, and
- * int64 within 2^53, checked), with its dims.
- */
-struct tensor {
-	int rank;
-	int64_t dims[VTPU_MAX_RANK];
-	size_t n;
-	double *v;
-	bool is_int;
-};
-
-static int tensor_alloc(struct tensor *t, const char *path)
-{
-	t->n = 1;
-	for (int i = 0; i < t->rank; i++)
-		t->n *= t->dims[i];
-	t->v = calloc(t->n ? t->n : 1, sizeof(double));
-	if (!t->v)
-		return fprintf(stderr, "vtpu-run: %s: out of memory\n", path), -1;
+	if (vtpu_tensor_load(path, t, err, sizeof(err)))
+		return fprintf(stderr, "vtpu-run: %s\n", err), -1;
 	return 0;
-}
-
-#define PB(x)	ONNX__TENSOR_PROTO__DATA_TYPE__##x
-
-/* An ONNX TensorProto file; -1 with a message on error. */
-static int load_pb(const char *path, struct tensor *out)
-{
-	Onnx__TensorProto *t;
-	size_t len, es, raw;
-	void *buf = read_file(path, &len);
-	int dt, ok = 1;
-
-	if (!buf)
-		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
-			       strerror(errno)), -1;
-	t = onnx__tensor_proto__unpack(NULL, len, buf);
-	free(buf);
-	if (!t)
-		return fprintf(stderr, "vtpu-run: %s is not an ONNX TensorProto\n",
-			       path), -1;
-	dt = t->data_type;
-	es = dt == PB(FLOAT) || dt == PB(INT32) ? 4 : dt == PB(DOUBLE) ||
-	     dt == PB(INT64) ? 8 : dt == PB(BOOL) ? 1 : 0;
-	if (!es || t->n_dims > VTPU_MAX_RANK) {
-		fprintf(stderr, "vtpu-run: %s: unsupported tensor (type %d, rank %zu); FLOAT, DOUBLE, INT32, INT64 and BOOL up to rank %d are\n",
-			path, dt, t->n_dims, VTPU_MAX_RANK);
-		onnx__tensor_proto__free_unpacked(t, NULL);
-		return -1;
-	}
-	out->rank = (int)t->n_dims;
-	for (int i = 0; i < out->rank; i++)
-		out->dims[i] = t->dims[i];
-	out->is_int = dt != PB(FLOAT) && dt != PB(DOUBLE);
-	if (tensor_alloc(out, path)) {
-		onnx__tensor_proto__free_unpacked(t, NULL);
-		return -1;
-	}
-	raw = t->has_raw_data ? t->raw_data.len : 0;
-	for (size_t k = 0; k < out->n && ok; k++) {
-		const uint8_t *p = raw ? t->raw_data.data + k * es : NULL;
-		union { float f; double d; int32_t i; int64_t l; uint8_t b; } u;
-
-		if (raw && raw != out->n * es) {
-			ok = 0;
-			break;
-		}
-		if (p)
-			memcpy(&u, p, es);	/* hosts are little-endian */
-		else if (dt == PB(FLOAT) && k < t->n_float_data)
-			u.f = t->float_data[k];
-		else if (dt == PB(DOUBLE) && k < t->n_double_data)
-			u.d = t->double_data[k];
-		else if (dt == PB(INT64) && k < t->n_int64_data)
-			u.l = t->int64_data[k];
-		else if ((dt == PB(INT32) || dt == PB(BOOL)) && k < t->n_int32_data)
-			u.i = t->int32_data[k], u.b = dt == PB(BOOL) ? u.i != 0 : u.b;
-		else
-			ok = 0;
-		if (!ok)
-			break;
-		out->v[k] = dt == PB(FLOAT) ? u.f : dt == PB(DOUBLE) ? u.d :
-			    dt == PB(INT32) ? u.i : dt == PB(INT64) ? (double)u.l :
-			    u.b;
-		if (dt == PB(INT64) && (u.l > (1ll << 53) || u.l < -(1ll << 53)))
-			ok = 0;
-	}
-	onnx__tensor_proto__free_unpacked(t, NULL);
-	if (!ok) {
-		free(out->v);
-		return fprintf(stderr, "vtpu-run: %s: data does not match its dims, or int64 beyond 2^53\n",
-			       path), -1;
-	}
-	return 0;
-}
-
-static double half_to_double(uint16_t h)
-{
-	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) :
-		   ldexp(m | 0x400, e - 25);
-
-	return h & 0x8000 ? -v : v;
-}
-
-/*
- * A version-1 NumPy .npy file in C order: <f4, <f8, <f2, <i4, <i8, |b1,
- * |i1, |u1, <i2, <u2 or <u4.
- */
-static int load_npy(const char *path, struct tensor *out)
-{
-	static const struct { const char *descr; int size; bool is_int; } kinds[] = {
-		{ "'<f4'", 4, false }, { "'<f8'", 8, false },
-		{ "'<i4'", 4, true }, { "'<i8'", 8, true }, { "'|b1'", 1, true },
-		{ "'<f2'", 2, false }, { "'|i1'", 1, true }, { "'|u1'", 1, true },
-		{ "'<i2'", 2, true }, { "'<u2'", 2, true }, { "'<u4'", 4, true },
-	};
-	size_t len, hlen;
-	unsigned char *buf = read_file(path, &len);
-	const char *hdr, *sh;
-	int kind = -1, ret = -1;
-
-	if (!buf)
-		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
-			       strerror(errno)), -1;
-	if (len < 10 || memcmp(buf, "\x93NUMPY\x01", 7)) {
-		fprintf(stderr, "vtpu-run: %s is not a version-1 .npy file\n", path);
-		goto out;
-	}
-	hlen = buf[8] | buf[9] << 8;
-	hdr = (char *)buf + 10;
-	for (int k = 0; k < (int)(sizeof(kinds) / sizeof(kinds[0])) &&
-			10 + hlen <= len; k++)
-		if (strstr(hdr, kinds[k].descr))
-			kind = k;
-	sh = 10 + hlen <= len ? strstr(hdr, "'shape': (") : NULL;
-	if (kind < 0 || !sh || strstr(hdr, "'fortran_order': True")) {
-		fprintf(stderr, "vtpu-run: %s: wants <f4, <f8, <f2, <i4, <i8, |b1, |i1, |u1, <i2, <u2 or <u4 in C order\n",
-			path);
-		goto out;
-	}
-	out->rank = 0;
-	for (sh += 10; *sh && *sh != ')';) {
-		char *e;
-		long long d = strtoll(sh, &e, 10);
-
-		if (e == sh)
-			break;
-		if (out->rank == VTPU_MAX_RANK) {
-			fprintf(stderr, "vtpu-run: %s: rank above %d\n", path,
-				VTPU_MAX_RANK);
-			goto out;
-		}
-		out->dims[out->rank++] = d;
-		sh = e + strspn(e, ", ");
-	}
-	out->is_int = kinds[kind].is_int;
-	if (tensor_alloc(out, path))
-		goto out;
-	if (10 + hlen + out->n * kinds[kind].size != len) {
-		fprintf(stderr, "vtpu-run: %s: %zu elements do not match the file size\n",
-			path, out->n);
-		free(out->v);
-		goto out;
-	}
-	for (size_t k = 0; k < out->n; k++) {
-		const unsigned char *p = buf + 10 + hlen + k * kinds[kind].size;
-		union { float f; double d; int32_t i; int64_t l; uint8_t b;
-			int8_t c; int16_t s; uint16_t h; uint32_t w; } u;
-
-		memcpy(&u, p, kinds[kind].size);
-		switch (kind) {
-		case 0: out->v[k] = u.f; break;
-		case 1: out->v[k] = u.d; break;
-		case 2: out->v[k] = u.i; break;
-		case 3: out->v[k] = (double)u.l; break;
-		case 4: case 7: out->v[k] = u.b; break;
-		case 5: out->v[k] = half_to_double(u.h); break;
-		case 6: out->v[k] = u.c; break;
-		case 8: out->v[k] = u.s; break;
-		case 9: out->v[k] = u.h; break;
-		default: out->v[k] = u.w; break;
-		}
-	}
-	ret = 0;
-out:
-	free(buf);
-	return ret;
-}
-
-static int load_tensor(const char *path, struct tensor *t)
-{
-	return ends(path, ".npy") ? load_npy(path, t) : load_pb(path, t);
 }
 
 /*
@@ -335,10 +100,11 @@ static int load_tensor(const char *path, struct tensor *t)
  * type: int64 computes as s32, double as f32, bool as s32 0/1); values
  * an s32 cannot hold are an error, not a silent wrap.
  */
-static void *to_device(const struct tensor *t, const struct vtpu_shape *s,
+static void *to_device(const struct vtpu_tensor *t, const struct vtpu_shape *s,
 		       const char *what)
 {
-	size_t n = elems(s);
+	size_t n = vtpu_shape_elems(s);
+	char err[256];
 	void *dst;
 
 	if (t->n != n) {
@@ -346,167 +112,102 @@ static void *to_device(const struct tensor *t, const struct vtpu_shape *s,
 			what, t->n, n);
 		return NULL;
 	}
-	dst = malloc(n * type_size(s->type) + 1);
-	for (size_t k = 0; dst && k < n; k++) {
-		double v = t->v[k];
-
-		if (s->type == VTPU_F32) {
-			((float *)dst)[k] = (float)v;
-		} else if (s->type == VTPU_BF16) {
-			float f = (float)v;
-			uint32_t b;
-
-			memcpy(&b, &f, 4);
-			b += 0x7fff + ((b >> 16) & 1);	/* round to nearest even */
-			((uint16_t *)dst)[k] = (uint16_t)(b >> 16);
-		} else if (s->type == VTPU_S32) {
-			if (v != (double)(int32_t)v) {
-				fprintf(stderr, "vtpu-run: %s element %zu (%.17g) does not fit the device's s32\n",
-					what, k, v);
-				free(dst);
-				return NULL;
-			}
-			((int32_t *)dst)[k] = (int32_t)v;
-		} else {
-			fprintf(stderr, "vtpu-run: %s: the model wants %s, which a buffer cannot hold\n",
-				what, type_name(s->type));
-			free(dst);
-			return NULL;
-		}
+	dst = malloc(n * vtpu_type_size(s->type) + 1);
+	if (dst && vtpu_elem_convert(t->dtype, t->data, n,
+				     vtpu_type_elem(s->type), dst, err,
+				     sizeof(err))) {
+		fprintf(stderr, "vtpu-run: %s: %s\n", what, err);
+		free(dst);
+		return NULL;
 	}
 	return dst;
 }
 
-/* Device data of @s as doubles, for printing and comparing. */
-static double *from_device(const void *src, const struct vtpu_shape *s)
+/* Elements of @t as doubles, for printing and comparing. */
+static double *as_doubles(enum vtpu_elem dt, const void *src, size_t n)
 {
-	size_t n = elems(s);
 	double *v = malloc(n * sizeof(*v) + 1);
 
-	for (size_t k = 0; v && k < n; k++) {
-		if (s->type == VTPU_F32) {
-			v[k] = ((const float *)src)[k];
-		} else if (s->type == VTPU_BF16) {
-			uint32_t b = (uint32_t)((const uint16_t *)src)[k] << 16;
-			float f;
-
-			memcpy(&f, &b, 4);
-			v[k] = f;
-		} else {
-			v[k] = ((const int32_t *)src)[k];
-		}
+	if (v && vtpu_elem_convert(dt, src, n, VTPU_ELEM_DOUBLE, v, NULL, 0)) {
+		free(v);
+		return NULL;
 	}
 	return v;
 }
 
+/* Device data of @s as .npy; NumPy has no bfloat16, so that widens. */
 static int save_npy(const char *path, const void *data,
 		    const struct vtpu_shape *s)
 {
-	char hdr[256], dims[160] = "";
-	FILE *f = fopen(path, "wb");
-	int i, len;
-	size_t n = elems(s);
+	struct vtpu_tensor t = { .dtype = vtpu_type_elem(s->type),
+				 .rank = s->rank, .n = vtpu_shape_elems(s),
+				 .data = (void *)data };
 	float *f32 = NULL;
+	char err[512];
+	int ret;
 
-	if (!f)
-		return fprintf(stderr, "vtpu-run: cannot write %s: %s\n", path,
-			       strerror(errno)), -1;
-	for (i = 0; i < s->rank; i++)
-		snprintf(dims + strlen(dims), sizeof(dims) - strlen(dims),
-			 "%lld,%s", (long long)s->dims[i],
-			 s->rank > 1 && i < s->rank - 1 ? " " : "");
-	len = snprintf(hdr, sizeof(hdr),
-		       "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-		       s->type == VTPU_S32 ? "<i4" : "<f4", dims);
-	/* pad so data starts 64-byte aligned, header ends with \n */
-	while ((10 + len + 1) % 64)
-		hdr[len++] = ' ';
-	hdr[len++] = '\n';
-	fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-	fputc(len & 0xff, f);
-	fputc(len >> 8, f);
-	fwrite(hdr, 1, len, f);
-	if (s->type == VTPU_BF16) {	/* NumPy has no bfloat16: widen */
-		double *v = from_device(data, s);
-
-		f32 = malloc(n * sizeof(*f32) + 1);
-		for (size_t k = 0; v && f32 && k < n; k++)
-			f32[k] = (float)v[k];
-		free(v);
-		data = f32;
+	memcpy(t.dims, s->dims, sizeof(s->dims));
+	if (s->type == VTPU_BF16) {
+		f32 = malloc(t.n * sizeof(*f32) + 1);
+		if (!f32 || vtpu_elem_convert(t.dtype, data, t.n,
+					      VTPU_ELEM_FLOAT, f32, NULL, 0)) {
+			free(f32);
+			return -1;
+		}
+		t.dtype = VTPU_ELEM_FLOAT;
+		t.data = f32;
 	}
-	if (data)
-		fwrite(data, 4, n, f);
+	ret = vtpu_tensor_save_npy(path, &t, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "vtpu-run: %s\n", err);
 	free(f32);
-	return fclose(f) || !data ? -1 : 0;
+	return ret;
 }
 
 /*
  * Bindings for vtpu_onnx_parse_bound(): the i-th input file binds the
- * i-th graph input that is not an initializer, its dims (they fill
- * symbolic ones) and its values (they may be a shape, scales or the
- * like, which the model needs at compile time).
+ * i-th graph input that is not an initializer (or the one its name
+ * names), its dims (they fill symbolic ones) and its values (they may
+ * be a shape, scales or the like, which the model needs at compile
+ * time).
  */
-static int onnx_bindings(const void *buf, size_t len, const struct tensor *in,
-			 int nin, struct vtpu_onnx_binding *b, int64_t **vals)
+static int parse_onnx(const void *buf, size_t len, const struct vtpu_tensor *in,
+		      int nin, struct vtpu_graph **g, char *err, size_t errlen)
 {
-	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-	int nb = 0;
+	struct vtpu_onnx_binding b[MAX_IO];
+	struct vtpu_model_info *m = NULL;
+	void *vals = NULL;
+	int nb = 0, ret;
 
-	if (!m || !m->graph) {
-		if (m)
-			onnx__model_proto__free_unpacked(m, NULL);
-		return 0;	/* vtpu_onnx_parse_bound() will say why */
-	}
-	for (size_t i = 0; i < m->graph->n_input && nb < nin; i++) {
-		const char *name = m->graph->input[i]->name;
-		bool init = false;
-
-		for (size_t k = 0; k < m->graph->n_initializer && !init; k++)
-			init = name && m->graph->initializer[k]->name &&
-			       !strcmp(name, m->graph->initializer[k]->name);
-		if (init || !name)
-			continue;
-		b[nb].name = strdup(name);
-		b[nb].rank = in[nb].rank;
-		memcpy(b[nb].dims, in[nb].dims, sizeof(b[nb].dims));
-		b[nb].values = NULL;
-		b[nb].fvalues = NULL;
-		if (in[nb].is_int && (vals[nb] = malloc(in[nb].n * 8 + 8))) {
-			for (size_t k = 0; k < in[nb].n; k++)
-				vals[nb][k] = (int64_t)in[nb].v[k];
-			b[nb].values = vals[nb];
-		} else if (!in[nb].is_int) {
-			b[nb].fvalues = in[nb].v;
+	/* Bytes that do not decode: vtpu_onnx_parse_bound() will say why. */
+	if (!vtpu_model_info(buf, len, &m, NULL, 0)) {
+		nb = vtpu_model_bind(m, in, nin, b, &vals, err, errlen);
+		if (nb < 0) {
+			vtpu_model_info_free(m);
+			return nb;
 		}
-		nb++;
 	}
-	onnx__model_proto__free_unpacked(m, NULL);
-	return nb;
+	ret = vtpu_onnx_parse_bound(buf, len, b, nb, g, err, errlen);
+	free(vals);
+	vtpu_model_info_free(m);
+	return ret;
 }
 
 static int compile_model(struct vtpu_client *c, const char *path,
-			 const struct tensor *in, int nin,
+			 const struct vtpu_tensor *in, int nin,
 			 struct vtpu_executable **exe)
 {
-	struct vtpu_onnx_binding b[MAX_IO];
-	int64_t *vals[MAX_IO] = { 0 };
 	struct vtpu_graph *g = NULL;
 	char err[512];
 	size_t len;
-	void *buf = read_file(path, &len);
-	int ret, nb = 0;
+	void *buf;
+	int ret = vtpu_read_file(path, &buf, &len);
 
-	if (!buf)
+	if (ret)
 		return fprintf(stderr, "vtpu-run: cannot read %s: %s\n", path,
-			       strerror(errno)), -1;
+			       strerror(-ret)), -1;
 	if (ends(path, ".onnx")) {
-		nb = onnx_bindings(buf, len, in, nin, b, vals);
-		ret = vtpu_onnx_parse_bound(buf, len, b, nb, &g, err, sizeof(err));
-		for (int i = 0; i < nb; i++) {
-			free((char *)b[i].name);
-			free(vals[i]);
-		}
+		ret = parse_onnx(buf, len, in, nin, &g, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "vtpu-run: %s: %s\n", path, err);
 			free(buf);
@@ -573,10 +274,10 @@ static int cmp_double(const void *a, const void *b)
 
 static void print_output(int i, const double *v, const struct vtpu_shape *s)
 {
-	size_t n = elems(s), k;
+	size_t n = vtpu_shape_elems(s), k;
 	int d;
 
-	printf("output %d: %s[", i, type_name(s->type));
+	printf("output %d: %s[", i, vtpu_type_name(s->type));
 	for (d = 0; d < s->rank; d++)
 		printf("%s%lld", d ? "," : "", (long long)s->dims[d]);
 	printf("] =");
@@ -595,9 +296,9 @@ static void print_output(int i, const double *v, const struct vtpu_shape *s)
 static int check_expected(int i, const double *got, const struct vtpu_shape *s,
 			  const char *path, const struct opts *o)
 {
-	size_t n = elems(s), k;
-	struct tensor want;
-	double abs_err = 0, rel_err = 0, ref_max = 0;
+	size_t n = vtpu_shape_elems(s), k;
+	struct vtpu_tensor want;
+	double abs_err = 0, rel_err = 0, ref_max = 0, *wv;
 	int ok = 1;
 
 	if (load_tensor(path, &want))
@@ -605,11 +306,15 @@ static int check_expected(int i, const double *got, const struct vtpu_shape *s,
 	if (want.n != n) {
 		printf("output %d vs %s: %zu elements, expected %zu: MISMATCH\n",
 		       i, path, n, want.n);
-		free(want.v);
+		vtpu_tensor_free(&want);
 		return 0;
 	}
+	wv = as_doubles(want.dtype, want.data, n);
+	vtpu_tensor_free(&want);
+	if (!wv)
+		return 0;
 	for (k = 0; k < n; k++) {
-		double w = want.v[k], d = got[k] > w ? got[k] - w : w - got[k];
+		double w = wv[k], d = got[k] > w ? got[k] - w : w - got[k];
 		double m = w < 0 ? -w : w;
 
 		if (d > abs_err || d != d)
@@ -625,7 +330,7 @@ static int check_expected(int i, const double *got, const struct vtpu_shape *s,
 	       i, path, abs_err, rel_err,
 	       ref_max > 0 ? abs_err / ref_max : abs_err,
 	       ok ? "match" : "MISMATCH", o->rtol, o->atol);
-	free(want.v);
+	free(wv);
 	return ok;
 }
 
@@ -707,7 +412,7 @@ int main(int argc, char **argv)
 	double t0, tc, *times;
 	int i, nin, nout, r, ret = 1, mismatch = 0;
 	struct opts o;
-	struct tensor tin[MAX_IO] = { 0 };
+	struct vtpu_tensor tin[MAX_IO] = { 0 };
 	void *data;
 
 	r = parse_args(argc, argv, &o);
@@ -748,24 +453,27 @@ int main(int argc, char **argv)
 	for (i = 0; i < nin; i++) {
 		char what[64];
 		size_t n, k, bytes;
-		struct tensor rnd = { 0 };
+		struct vtpu_tensor rnd = { .dtype = VTPU_ELEM_DOUBLE };
+		double *rv;
 		void *dev;
 
 		vtpu_executable_input_shape(exe, i, &s);
-		n = elems(&s);
-		bytes = n * type_size(s.type);
+		n = vtpu_shape_elems(&s);
+		bytes = n * vtpu_type_size(s.type);
 		if (!o.ninputs) {
 			rnd.rank = s.rank;
-			memcpy(rnd.dims, s.dims, sizeof(rnd.dims));
-			if (tensor_alloc(&rnd, "random input"))
+			memcpy(rnd.dims, s.dims, sizeof(s.dims));
+			rnd.n = n;
+			rnd.data = rv = malloc(n * sizeof(double) + 1);
+			if (!rv)
 				goto out;
 			for (k = 0; k < n; k++)
-				rnd.v[k] = s.type == VTPU_S32 ? rand() % 10 :
+				rv[k] = s.type == VTPU_S32 ? rand() % 10 :
 					   (double)rand() / RAND_MAX * 2 - 1;
 		}
 		snprintf(what, sizeof(what), "input %d", i);
 		dev = to_device(o.ninputs ? &tin[i] : &rnd, &s, what);
-		free(rnd.v);
+		free(rnd.data);
 		if (!dev)
 			goto out;
 		if (vtpu_buffer_create(c, NULL, bytes, VTPU_PLACE_AUTO, &in[i]) ||
@@ -779,7 +487,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nout; i++) {
 		vtpu_executable_output_shape(exe, i, &s);
-		if (vtpu_buffer_create(c, NULL, elems(&s) * type_size(s.type),
+		if (vtpu_buffer_create(c, NULL,
+				       vtpu_shape_elems(&s) * vtpu_type_size(s.type),
 				       VTPU_PLACE_AUTO, &out[i])) {
 			fprintf(stderr, "vtpu-run: output %d: %s\n", i,
 				vtpu_client_error(c));
@@ -816,7 +525,7 @@ int main(int argc, char **argv)
 		size_t bytes;
 
 		vtpu_executable_output_shape(exe, i, &s);
-		bytes = elems(&s) * type_size(s.type);
+		bytes = vtpu_shape_elems(&s) * vtpu_type_size(s.type);
 		data = malloc(bytes + 1);
 		if (!data || vtpu_buffer_download(out[i], 0, data, bytes)) {
 			free(data);
@@ -825,7 +534,7 @@ int main(int argc, char **argv)
 		printf("output %d: %llu bytes in %s\n", i,
 		       (unsigned long long)vtpu_buffer_size(out[i]),
 		       placement(vtpu_buffer_placement(out[i])));
-		v = from_device(data, &s);
+		v = as_doubles(vtpu_type_elem(s.type), data, vtpu_shape_elems(&s));
 		if (!v) {
 			free(data);
 			goto out;
@@ -862,7 +571,7 @@ out:
 	if (exe)
 		vtpu_executable_destroy(exe);
 	for (i = 0; i < MAX_IO; i++)
-		free(tin[i].v);
+		vtpu_tensor_free(&tin[i]);
 	vtpu_client_destroy(c);
 	return ret;
 }

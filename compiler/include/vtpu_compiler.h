@@ -52,6 +52,19 @@ struct vtpu_shape {
 	int64_t dims[VTPU_MAX_RANK];	/* each >= 1 */
 };
 
+/* Bytes of one element: bf16 2, s64 8, pred 1, the others 4. */
+size_t vtpu_type_size(enum vtpu_type t);
+/* "f32", "bf16", "s32", "s64", "pred"; "?" for others. */
+const char *vtpu_type_name(enum vtpu_type t);
+/* Elements of @s: the product of its dims (1 for a scalar). */
+size_t vtpu_shape_elems(const struct vtpu_shape *s);
+/*
+ * f32 to bf16 rounding to nearest even, as the device does; a NaN stays
+ * a quiet NaN (rounding its bits could carry it into infinity).
+ */
+uint16_t vtpu_f32_to_bf16(float f);
+float vtpu_bf16_to_f32(uint16_t b);
+
 struct vtpu_graph;
 
 /* A new, empty graph; NULL when out of memory. */

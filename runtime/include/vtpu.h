@@ -246,6 +246,138 @@ int vtpu_profile_start(struct vtpu_client *c, struct vtpu_profile **out);
 int vtpu_profile_stop(struct vtpu_profile *p, const char *path);
 void vtpu_profile_destroy(struct vtpu_profile *p);
 
+/* ---- host tensors and model introspection ------------------------------- */
+
+/*
+ * What applications feed and read: tensors in host element types (ONNX's
+ * TensorProto numbering, which .pb files and model signatures use), read
+ * from .npy or .pb files and converted to and from the device types
+ * (enum vtpu_type) at the boundary. These functions need no client; they
+ * are thread-safe and write their message into @err (@errlen bytes, may
+ * be NULL) rather than a client's.
+ */
+enum vtpu_elem {
+	VTPU_ELEM_UNDEFINED = 0,
+	VTPU_ELEM_FLOAT = 1,
+	VTPU_ELEM_UINT8 = 2,
+	VTPU_ELEM_INT8 = 3,
+	VTPU_ELEM_UINT16 = 4,
+	VTPU_ELEM_INT16 = 5,
+	VTPU_ELEM_INT32 = 6,
+	VTPU_ELEM_INT64 = 7,
+	VTPU_ELEM_STRING = 8,
+	VTPU_ELEM_BOOL = 9,
+	VTPU_ELEM_FLOAT16 = 10,
+	VTPU_ELEM_DOUBLE = 11,
+	VTPU_ELEM_UINT32 = 12,
+	VTPU_ELEM_UINT64 = 13,
+	VTPU_ELEM_BFLOAT16 = 16,
+};
+
+/* Ranks of host tensors: ONNX test data goes beyond VTPU_MAX_RANK. */
+#define VTPU_TENSOR_MAX_RANK	16
+
+/* A host tensor; vtpu_tensor_free() releases what the loader allocated. */
+struct vtpu_tensor {
+	enum vtpu_elem dtype;
+	int rank;
+	int64_t dims[VTPU_TENSOR_MAX_RANK];
+	size_t n;			/* elements: the product of dims */
+	void *data;			/* n elements, little-endian, owned */
+	char *name;			/* a .pb's TensorProto.name, or NULL */
+};
+
+/* Bytes of one host element; 0 for types without a fixed size (STRING). */
+size_t vtpu_elem_size(enum vtpu_elem dt);
+/* ONNX's name: "float", "int64", "bool", ...; "undefined" for others. */
+const char *vtpu_elem_name(enum vtpu_elem dt);
+/* The host type holding a device type's elements as they are (F32: FLOAT). */
+enum vtpu_elem vtpu_type_elem(enum vtpu_type t);
+
+/*
+ * Converts @n elements of @from at @src into @to at @dst (which holds
+ * n * vtpu_elem_size(@to) bytes; @src and @dst may not overlap). Floats
+ * round to the narrower float (to nearest even; NaN stays NaN); anything
+ * becomes BOOL as "!= 0". Into an integer type, a value must be integral
+ * and fit: -ERANGE names the first one that does not, never a silent
+ * wrap (int64 inputs compute as s32 on the device). -EOPNOTSUPP for
+ * STRING and unknown types.
+ */
+int vtpu_elem_convert(enum vtpu_elem from, const void *src, size_t n,
+		       enum vtpu_elem to, void *dst, char *err, size_t errlen);
+
+/*
+ * Reads the whole file @path into *@out (NUL-terminated, which HLO text
+ * wants; the caller frees it) and its length, not counting the NUL,
+ * into *@len. 0 or -errno.
+ */
+int vtpu_read_file(const char *path, void **out, size_t *len);
+
+/*
+ * Reads a tensor file: .npy (version 1 to 3, C order, little-endian, any
+ * numeric or bool type) when @path ends in ".npy", else an ONNX
+ * TensorProto (.pb), raw_data or the typed fields.
+ * -EOPNOTSUPP for element types or storage it cannot decode (strings,
+ * external data), -EINVAL for files that are not tensors, -errno when
+ * the file cannot be read. *@out is zeroed first, owned by the caller.
+ */
+int vtpu_tensor_load(const char *path, struct vtpu_tensor *out, char *err,
+		     size_t errlen);
+/* The same from a serialized TensorProto in memory. */
+int vtpu_tensor_decode_pb(const void *data, size_t len,
+			  struct vtpu_tensor *out, char *err, size_t errlen);
+/* The same from the bytes of a .npy file in memory. */
+int vtpu_tensor_decode_npy(const void *data, size_t len,
+			   struct vtpu_tensor *out, char *err, size_t errlen);
+/* Writes @t as a version-1 .npy file. */
+int vtpu_tensor_save_npy(const char *path, const struct vtpu_tensor *t,
+			 char *err, size_t errlen);
+/* Frees data and name and zeroes @t; a zeroed tensor is fine. */
+void vtpu_tensor_free(struct vtpu_tensor *t);
+
+/* One graph input or output as an ONNX model declares it. */
+struct vtpu_model_value {
+	char *name;
+	enum vtpu_elem dtype;		/* UNDEFINED: not a tensor */
+	int rank;			/* -1: the model gives no shape */
+	int64_t dims[VTPU_TENSOR_MAX_RANK];	/* -1 where not static */
+	char *dim_params[VTPU_TENSOR_MAX_RANK];	/* symbolic names, or NULL */
+};
+
+/*
+ * The signature of an ONNX model: its graph inputs that are not
+ * initializers (in order: what callers feed) and its outputs.
+ */
+struct vtpu_model_info {
+	int ninputs, noutputs;
+	struct vtpu_model_value *inputs, *outputs;
+};
+
+/*
+ * Lists the inputs and outputs of the serialized ModelProto @data.
+ * -EINVAL with a message when the bytes are not a model with a graph.
+ * Free with vtpu_model_info_free().
+ */
+int vtpu_model_info(const void *data, size_t len,
+		    struct vtpu_model_info **out, char *err, size_t errlen);
+void vtpu_model_info_free(struct vtpu_model_info *m);
+
+/*
+ * Fills @b (room for @n) with the bindings vtpu_onnx_parse_bound() takes
+ * for the tensors @t: the i-th binds the i-th input of @m, or the input
+ * its name names, by its dims (rank -1 beyond VTPU_MAX_RANK), and INT32
+ * and INT64 tensors by their values as int64, FLOAT and DOUBLE ones as
+ * doubles (used only where the model needs a compile-time constant).
+ * Zeroed tensors (UNDEFINED: not decoded) and tensors beyond the inputs
+ * bind nothing. The values live in *@values, which the caller frees with
+ * free() after parsing; names point into @m. Returns the number of
+ * bindings, or -ENOMEM.
+ */
+int vtpu_model_bind(const struct vtpu_model_info *m,
+		    const struct vtpu_tensor *t, int n,
+		    struct vtpu_onnx_binding *b, void **values,
+		    char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

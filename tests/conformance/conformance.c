@@ -80,20 +80,14 @@
 
 #include <xxhash.h>
 
-#include "onnx.pb-c.h"
 #include "vtpu.h"
 #include "vtpu_compiler.h"
-
-/* ONNX element types, short: DT(FLOAT) and so on. */
-#define DT(x)		ONNX__TENSOR_PROTO__DATA_TYPE__##x
 
 #define RTOL		1e-3
 #define ATOL		1e-7
 #define TIMEOUT_S	20	/* default per test; --timeout S */
 #define JOBS		2
-#define MAX_ELEMS	(1 << 28)	/* far above any test tensor */
 #define REASON_MAX	480	/* < PIPE_BUF: the child's one write is atomic */
-#define MAX_PB_RANK	16	/* dims kept of a .pb tensor; more: FAIL */
 
 static const char *const categories[] = {
 	"node", "pytorch-converted", "pytorch-operator", "simple",
@@ -161,29 +155,6 @@ static void mkpath(char *buf, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Reads a whole file; NULL (errno set) on failure. */
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc(n ? (size_t)n : 1);
-		if (buf && fread(buf, 1, n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-			errno = EIO;
-		}
-		*len = n;
-	}
-	fclose(f);
-	return buf;
-}
-
 static bool file_exists(const char *path)
 {
 	struct stat st;
@@ -201,221 +172,57 @@ static int data_set_filter(const struct dirent *d)
 	return strncmp(d->d_name, "test_data_set_", 14) == 0;
 }
 
-/* ---- TensorProto decoding --------------------------------------------- */
+/* ---- tensors ---------------------------------------------------------- */
 
 /*
- * A decoded tensor: integers and booleans are kept as int64 so they can
- * be compared exactly; floating types as double.
+ * A decoded test tensor (libvtpu's loader: the .pb's own type and dims)
+ * and its values widened for exact comparison: integers and booleans as
+ * int64, floating types as double.
  */
 struct tensor {
-	int dtype;		/* DT()* */
+	struct vtpu_tensor t;
 	bool is_int;
-	int rank;		/* as in the .pb; may exceed VTPU_MAX_RANK */
-	int64_t dims[MAX_PB_RANK];
-	char *name;		/* TensorProto.name; NULL when empty */
-	size_t n;
 	double *f;
 	int64_t *i;
 };
 
 static void tensor_free(struct tensor *t)
 {
+	vtpu_tensor_free(&t->t);
 	free(t->f);
 	free(t->i);
-	free(t->name);
 	memset(t, 0, sizeof(*t));
 }
 
-static bool dtype_is_int(int dt)
+static bool elem_is_int(enum vtpu_elem e)
 {
-	switch (dt) {
-	case DT(FLOAT):
-	case DT(DOUBLE):
-	case DT(FLOAT16):
-	case DT(BFLOAT16):
-		return false;
-	default:
-		return true;
-	}
+	return e != VTPU_ELEM_FLOAT && e != VTPU_ELEM_DOUBLE &&
+	       e != VTPU_ELEM_FLOAT16 && e != VTPU_ELEM_BFLOAT16;
 }
 
-/* Bytes per element in raw_data; 0 for the types we cannot decode. */
-static size_t dtype_size(int dt)
+/* Fills t->f or t->i from t->t; FAIL into @r when they do not fit. */
+static int tensor_widen(struct tensor *t, struct result *r, const char *what)
 {
-	switch (dt) {
-	case DT(BOOL):
-	case DT(INT8):
-	case DT(UINT8):
-		return 1;
-	case DT(INT16):
-	case DT(UINT16):
-	case DT(FLOAT16):
-	case DT(BFLOAT16):
-		return 2;
-	case DT(FLOAT):
-	case DT(INT32):
-	case DT(UINT32):
-		return 4;
-	case DT(DOUBLE):
-	case DT(INT64):
-	case DT(UINT64):
-		return 8;
-	default:
-		return 0;
-	}
-}
+	size_t n = t->t.n;
+	char err[256];
+	int ret;
 
-static float half_to_float(uint16_t h)
-{
-	int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-	float v;
-
-	if (exp == 0)
-		v = ldexpf((float)man, -24);
-	else if (exp == 31)
-		v = man ? NAN : INFINITY;
-	else
-		v = ldexpf((float)(man | 0x400), exp - 25);
-	return (h & 0x8000) ? -v : v;
-}
-
-static float bf16_to_float(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/* Stores element @k: @iv for integer tensors, @fv for floating ones. */
-static void put_elem(struct tensor *t, size_t k, int64_t iv, double fv)
-{
-	if (t->is_int)
-		t->i[k] = iv;
-	else
-		t->f[k] = fv;
-}
-
-/* Element @k of little-endian @p (the host is little-endian too). */
-static void put_raw(struct tensor *t, size_t k, const uint8_t *p)
-{
-	union { int8_t s8; uint8_t u8; int16_t s16; uint16_t u16;
-		int32_t s32; uint32_t u32; int64_t s64; uint64_t u64;
-		float f32; double f64; } u;
-
-	memcpy(&u, p + k * dtype_size(t->dtype), dtype_size(t->dtype));
-	switch (t->dtype) {
-	case DT(BOOL):
-	case DT(UINT8):	put_elem(t, k, u.u8, 0); break;
-	case DT(INT8):	put_elem(t, k, u.s8, 0); break;
-	case DT(INT16):	put_elem(t, k, u.s16, 0); break;
-	case DT(UINT16):	put_elem(t, k, u.u16, 0); break;
-	case DT(INT32):	put_elem(t, k, u.s32, 0); break;
-	case DT(UINT32):	put_elem(t, k, u.u32, 0); break;
-	case DT(INT64):	put_elem(t, k, u.s64, 0); break;
-	case DT(UINT64):	put_elem(t, k, (int64_t)u.u64, 0); break;
-	case DT(FLOAT):	put_elem(t, k, 0, u.f32); break;
-	case DT(DOUBLE):	put_elem(t, k, 0, u.f64); break;
-	case DT(FLOAT16):	put_elem(t, k, 0, half_to_float(u.u16)); break;
-	case DT(BFLOAT16):	put_elem(t, k, 0, bf16_to_float(u.u16)); break;
-	}
-}
-
-/*
- * Element @k from the typed repeated fields. ONNX packs the narrow
- * integer types, bool and the 16-bit floats (as bits) into int32_data,
- * and uint32/uint64 into uint64_data.
- */
-static int put_typed(struct tensor *t, size_t k, const Onnx__TensorProto *tp)
-{
-	switch (t->dtype) {
-	case DT(FLOAT):
-		if (tp->n_float_data != t->n)
-			return -1;
-		put_elem(t, k, 0, tp->float_data[k]);
-		return 0;
-	case DT(DOUBLE):
-		if (tp->n_double_data != t->n)
-			return -1;
-		put_elem(t, k, 0, tp->double_data[k]);
-		return 0;
-	case DT(INT64):
-		if (tp->n_int64_data != t->n)
-			return -1;
-		put_elem(t, k, tp->int64_data[k], 0);
-		return 0;
-	case DT(UINT32):
-	case DT(UINT64):
-		if (tp->n_uint64_data != t->n)
-			return -1;
-		put_elem(t, k, (int64_t)tp->uint64_data[k], 0);
-		return 0;
-	case DT(FLOAT16):
-		if (tp->n_int32_data != t->n)
-			return -1;
-		put_elem(t, k, 0, half_to_float((uint16_t)tp->int32_data[k]));
-		return 0;
-	case DT(BFLOAT16):
-		if (tp->n_int32_data != t->n)
-			return -1;
-		put_elem(t, k, 0, bf16_to_float((uint16_t)tp->int32_data[k]));
-		return 0;
-	default:
-		if (tp->n_int32_data != t->n)
-			return -1;
-		put_elem(t, k, tp->int32_data[k], 0);
-		return 0;
-	}
-}
-
-/* Fills @t from an unpacked TensorProto; FAIL/UNSUPPORTED into @r. */
-static int tensor_from_proto(const Onnx__TensorProto *tp, struct tensor *t,
-			     struct result *r, const char *what)
-{
-	size_t n = 1;
-
-	/*
-	 * Sequence and optional test data (other protos) unpack "fine" as
-	 * a TensorProto with nonsense dims: bound them before allocating.
-	 */
-	if (tp->n_dims > MAX_PB_RANK)
-		return -set_result(r, V_FAIL, "%s: not a tensor (rank %zu)",
-				   what, tp->n_dims);
-	for (size_t d = 0; d < tp->n_dims; d++) {
-		if (tp->dims[d] < 0 || tp->dims[d] > MAX_ELEMS ||
-		    (n *= (size_t)tp->dims[d]) > MAX_ELEMS)
-			return -set_result(r, V_FAIL, "%s: not a tensor (dims)",
-					   what);
-		t->dims[d] = tp->dims[d];
-	}
-	t->rank = (int)tp->n_dims;
-	t->dtype = tp->data_type;
-	t->n = n;
-	t->is_int = dtype_is_int(t->dtype);
-	if (!dtype_size(t->dtype))
-		return -set_result(r, V_UNSUPPORTED, "%s: ONNX element type %d",
-				   what, t->dtype);
-	if (tp->has_data_location &&
-	    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-		return -set_result(r, V_UNSUPPORTED, "%s: external data", what);
+	t->is_int = elem_is_int(t->t.dtype);
+	free(t->f);
+	free(t->i);
 	t->f = calloc(n ? n : 1, sizeof(double));
 	t->i = calloc(n ? n : 1, sizeof(int64_t));
 	if (!t->f || !t->i)
 		return -set_result(r, V_FAIL, "%s: out of memory", what);
-	if (tp->has_raw_data) {
-		if (tp->raw_data.len != n * dtype_size(t->dtype))
-			return -set_result(r, V_FAIL, "%s: raw_data is %zu bytes, "
-					   "expected %zu", what, tp->raw_data.len,
-					   n * dtype_size(t->dtype));
+	ret = vtpu_elem_convert(t->t.dtype, t->t.data, n,
+				t->is_int ? VTPU_ELEM_INT64 : VTPU_ELEM_DOUBLE,
+				t->is_int ? (void *)t->i : (void *)t->f, err,
+				sizeof(err));
+	if (ret)
+		return -set_result(r, V_FAIL, "%s: %s", what, err);
+	if (t->is_int)
 		for (size_t k = 0; k < n; k++)
-			put_raw(t, k, tp->raw_data.data);
-		return 0;
-	}
-	for (size_t k = 0; k < n; k++)
-		if (put_typed(t, k, tp))
-			return -set_result(r, V_FAIL, "%s: element count does "
-					   "not match dims", what);
+			t->f[k] = (double)t->i[k];
 	return 0;
 }
 
@@ -423,92 +230,14 @@ static int tensor_from_proto(const Onnx__TensorProto *tp, struct tensor *t,
 static int tensor_load(const char *path, struct tensor *t, struct result *r)
 {
 	const char *what = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	Onnx__TensorProto *tp;
-	size_t len;
-	void *buf = read_file(path, &len);
+	char err[REASON_MAX];
 	int ret;
 
-	if (!buf)
-		return -set_result(r, V_FAIL, "%s: %s", what, strerror(errno));
-	tp = onnx__tensor_proto__unpack(NULL, len, buf);
-	free(buf);
-	if (!tp)
-		return -set_result(r, V_FAIL, "%s: not a TensorProto", what);
-	ret = tensor_from_proto(tp, t, r, what);
-	if (!ret && tp->name && tp->name[0] && !(t->name = strdup(tp->name)))
-		ret = -set_result(r, V_FAIL, "%s: out of memory", what);
-	onnx__tensor_proto__free_unpacked(tp, NULL);
-	return ret;
-}
-
-/* ---- host <-> device conversion --------------------------------------- */
-
-static size_t vtype_size(enum vtpu_type ty)
-{
-	switch (ty) {
-	case VTPU_F32: case VTPU_S32:	return 4;
-	case VTPU_BF16:			return 2;
-	case VTPU_S64:			return 8;
-	case VTPU_PRED:			return 1;
-	}
-	return 0;
-}
-
-static size_t shape_elems(const struct vtpu_shape *s)
-{
-	size_t n = 1;
-
-	for (int d = 0; d < s->rank; d++)
-		n *= (size_t)s->dims[d];
-	return n;
-}
-
-static uint16_t float_to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	if (isnan(f))
-		return 0x7fc0;
-	/* Round to nearest even, as the device does. */
-	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-/* Element @k of @t converted to the device type @ty, written at @dst. */
-static void store_elem(const struct tensor *t, size_t k, enum vtpu_type ty,
-		       uint8_t *dst)
-{
-	double fv = t->is_int ? (double)t->i[k] : t->f[k];
-	int64_t iv = t->is_int ? t->i[k] : (int64_t)t->f[k];
-	float f = (float)fv;
-	int32_t s32 = (int32_t)iv;
-	uint16_t b;
-
-	switch (ty) {
-	case VTPU_F32:	memcpy(dst, &f, 4); break;
-	case VTPU_BF16:	b = float_to_bf16(f); memcpy(dst, &b, 2); break;
-	case VTPU_S32:	memcpy(dst, &s32, 4); break;
-	case VTPU_S64:	memcpy(dst, &iv, 8); break;
-	case VTPU_PRED:	*dst = fv != 0; break;
-	}
-}
-
-/* Element @k of device data @src of type @ty, as a double and an int64. */
-static void load_elem(const uint8_t *src, size_t k, enum vtpu_type ty,
-		      double *fv, int64_t *iv)
-{
-	float f;
-	int32_t s32;
-	uint16_t b;
-
-	switch (ty) {
-	case VTPU_F32:	memcpy(&f, src + 4 * k, 4); *fv = f; break;
-	case VTPU_BF16:	memcpy(&b, src + 2 * k, 2); *fv = bf16_to_float(b); break;
-	case VTPU_S32:	memcpy(&s32, src + 4 * k, 4); *fv = s32; break;
-	case VTPU_S64:	memcpy(iv, src + 8 * k, 8); *fv = (double)*iv; return;
-	case VTPU_PRED:	*fv = src[k] != 0; break;
-	}
-	*iv = (int64_t)*fv;
+	ret = vtpu_tensor_load(path, &t->t, err, sizeof(err));
+	if (ret)
+		return -set_result(r, ret == -EOPNOTSUPP ? V_UNSUPPORTED : V_FAIL,
+				   "%s", err);
+	return tensor_widen(t, r, what);
 }
 
 /*
@@ -517,87 +246,50 @@ static void load_elem(const uint8_t *src, size_t k, enum vtpu_type ty,
  */
 static void bf16_bits_to_float(struct tensor *t, enum vtpu_type ty)
 {
-	if (ty != VTPU_BF16 || t->dtype != DT(UINT16))
+	if (ty != VTPU_BF16 || t->t.dtype != VTPU_ELEM_UINT16)
 		return;
-	for (size_t k = 0; k < t->n; k++)
-		t->f[k] = bf16_to_float((uint16_t)t->i[k]);
-	t->dtype = DT(BFLOAT16);
+	t->t.dtype = VTPU_ELEM_BFLOAT16;
+	for (size_t k = 0; k < t->t.n; k++)
+		t->f[k] = vtpu_bf16_to_f32((uint16_t)t->i[k]);
 	t->is_int = false;
 }
 
 /* ---- the model -------------------------------------------------------- */
 
 /*
- * model.onnx's bytes, parsed again for every data set, and the names of
- * its graph inputs that are not initializers, in order: input_N.pb is
- * the Nth of them.
+ * model.onnx's bytes, parsed again for every data set, and its signature
+ * (libvtpu's): input_N.pb feeds the Nth graph input that is not an
+ * initializer, or the one its TensorProto name names.
  */
 struct model {
 	void *buf;
 	size_t len;
-	char **inputs;
-	int ninputs;
+	struct vtpu_model_info *info;	/* NULL: the bytes do not decode */
 };
 
 static void model_free(struct model *m)
 {
-	for (int i = 0; i < m->ninputs; i++)
-		free(m->inputs[i]);
-	free(m->inputs);
+	vtpu_model_info_free(m->info);
 	free(m->buf);
 	memset(m, 0, sizeof(*m));
 }
 
-static bool is_initializer(const Onnx__GraphProto *g, const char *name)
-{
-	for (size_t i = 0; i < g->n_initializer; i++)
-		if (g->initializer[i]->name &&
-		    !strcmp(g->initializer[i]->name, name))
-			return true;
-	for (size_t i = 0; i < g->n_sparse_initializer; i++) {
-		const Onnx__SparseTensorProto *sp = g->sparse_initializer[i];
-
-		if (sp->values && sp->values->name &&
-		    !strcmp(sp->values->name, name))
-			return true;
-	}
-	return false;
-}
-
 /*
- * Reads model.onnx and lists its graph inputs. Bytes that do not decode
- * leave the list empty: the frontend says what is wrong with them.
+ * Reads model.onnx and its signature. Bytes that do not decode leave
+ * no signature: the frontend says what is wrong with them.
  */
 static int model_load(const char *tdir, struct model *m, struct result *r)
 {
-	Onnx__ModelProto *mp;
-	const Onnx__GraphProto *g;
 	char path[4096];
-	bool oom = false;
+	int ret;
 
 	mkpath(path, sizeof(path), "%s/model.onnx", tdir);
-	m->buf = read_file(path, &m->len);
-	if (!m->buf)
-		return -set_result(r, V_FAIL, "model.onnx: %s",
-				   strerror(errno));
-	mp = onnx__model_proto__unpack(NULL, m->len, m->buf);
-	if (!mp)
-		return 0;
-	g = mp->graph;
-	if (g && g->n_input) {
-		m->inputs = calloc(g->n_input, sizeof(*m->inputs));
-		oom = !m->inputs;
-	}
-	for (size_t i = 0; m->inputs && i < g->n_input && !oom; i++) {
-		const char *name = g->input[i]->name;
-
-		if (!name || is_initializer(g, name))
-			continue;
-		m->inputs[m->ninputs] = strdup(name);
-		oom = !m->inputs[m->ninputs++];
-	}
-	onnx__model_proto__free_unpacked(mp, NULL);
-	return oom ? -set_result(r, V_FAIL, "out of memory") : 0;
+	ret = vtpu_read_file(path, &m->buf, &m->len);
+	if (ret)
+		return -set_result(r, V_FAIL, "model.onnx: %s", strerror(-ret));
+	if (vtpu_model_info(m->buf, m->len, &m->info, NULL, 0) == -ENOMEM)
+		return -set_result(r, V_FAIL, "out of memory");
+	return 0;
 }
 
 /* ---- running one data set --------------------------------------------- */
@@ -612,6 +304,7 @@ struct run_ctx {
 	int nin, nout;
 	struct tensor *t;	/* the inputs, decoded */
 	struct vtpu_onnx_binding *b;
+	void *values;		/* what the bindings' values point into */
 	int nb;
 	struct vtpu_buffer **in, **out;
 	uint8_t **host;		/* the outputs, downloaded */
@@ -635,6 +328,8 @@ static void run_ctx_release(struct run_ctx *x)
 		vtpu_graph_free(x->g);
 	free(x->t);
 	free(x->b);
+	free(x->values);
+	x->values = NULL;
 	free(x->in);
 	free(x->out);
 	free(x->host);
@@ -660,52 +355,50 @@ static int count_files(const char *dir, const char *prefix)
 	}
 }
 
-/* The graph input input_@i.pb feeds: its own name if the model has it. */
-static const char *input_name(const struct model *m, const struct tensor *t,
-			      int i)
+/*
+ * Decodes input_@i.pb. An input that does not decode is left unbound and
+ * its error kept in @load_err: the frontend may well refuse the model
+ * first (sequence inputs, say), and that verdict is the one that counts.
+ */
+static void load_input(struct run_ctx *x, const char *dir, int i,
+		       struct result *load_err)
 {
-	for (int k = 0; t->name && k < m->ninputs; k++)
-		if (!strcmp(m->inputs[k], t->name))
-			return m->inputs[k];
-	return i < m->ninputs ? m->inputs[i] : NULL;
+	struct result r = { 0 };
+	char path[4096];
+
+	mkpath(path, sizeof(path), "%s/input_%d.pb", dir, i);
+	if (tensor_load(path, &x->t[i], &r) < 0) {
+		tensor_free(&x->t[i]);
+		if (load_err->v == V_PASS)
+			*load_err = r;
+	}
 }
 
 /*
- * Decodes input_@i.pb and binds its graph input to it: the actual dims,
- * and for INT64/INT32 inputs the values too (they may be a shape the
- * model needs at compile time). An input that does not decode is left
- * unbound and its error kept in @load_err: the frontend may well refuse
- * the model first (sequence inputs, say), and that verdict is the one
- * that counts.
+ * Binds the graph inputs to the decoded inputs (libvtpu's rule): their
+ * actual dims, and for INT64/INT32 and FLOAT/DOUBLE inputs their values
+ * too (they may be a shape the model needs at compile time).
  */
-static void bind_input(struct run_ctx *x, const char *dir, int i,
-		       struct result *load_err)
+static int bind_inputs(struct run_ctx *x, struct result *r)
 {
-	struct tensor *t = &x->t[i];
-	struct vtpu_onnx_binding *b = &x->b[x->nb];
-	struct result r = { 0 };
-	char path[4096];
-	const char *name;
+	struct vtpu_tensor *t;
+	char err[256];
 
-	mkpath(path, sizeof(path), "%s/input_%d.pb", dir, i);
-	if (tensor_load(path, t, &r) < 0) {
-		if (load_err->v == V_PASS)
-			*load_err = r;
-		return;
+	if (!x->m->info)
+		return 0;	/* the frontend says what is wrong */
+	t = calloc(x->nin + 1, sizeof(*t));
+	if (!t)
+		return -set_result(r, V_FAIL, "out of memory");
+	for (int i = 0; i < x->nin; i++)
+		t[i] = x->t[i].t;	/* shallow: the data stays x->t's */
+	x->nb = vtpu_model_bind(x->m->info, t, x->nin, x->b, &x->values, err,
+				sizeof(err));
+	free(t);
+	if (x->nb < 0) {
+		x->nb = 0;
+		return -set_result(r, V_FAIL, "%s", err);
 	}
-	name = input_name(x->m, t, i);
-	if (!name)
-		return;		/* the input count check says it */
-	b->name = name;
-	b->rank = t->rank <= VTPU_MAX_RANK ? t->rank : -1;
-	for (int d = 0; d < t->rank && d < VTPU_MAX_RANK; d++)
-		b->dims[d] = t->dims[d];
-	/* Beyond VTPU_MAX_RANK (rank -1) the frontend refuses the input. */
-	if (b->rank >= 0 && (t->dtype == DT(INT64) || t->dtype == DT(INT32)))
-		b->values = t->i;
-	else if (b->rank >= 0 && (t->dtype == DT(FLOAT) || t->dtype == DT(DOUBLE)))
-		b->fvalues = t->f;
-	x->nb++;
+	return 0;
 }
 
 static bool is_unsupported(int rc, const char *msg)
@@ -750,22 +443,26 @@ static int upload_input(struct run_ctx *x, int i, struct result *r)
 {
 	struct tensor *t = &x->t[i];
 	struct vtpu_shape s;
+	char err[256];
 	uint8_t *host;
 	size_t n, esz;
 	int ret;
 
 	vtpu_executable_input_shape(x->exe, i, &s);
 	bf16_bits_to_float(t, s.type);
-	n = shape_elems(&s);
-	esz = vtype_size(s.type);
-	if (t->n != n)
+	n = vtpu_shape_elems(&s);
+	esz = vtpu_type_size(s.type);
+	if (t->t.n != n)
 		return -set_result(r, V_FAIL, "input %d: %zu elements, "
-				   "executable wants %zu", i, t->n, n);
-	host = malloc(n * esz);
+				   "executable wants %zu", i, t->t.n, n);
+	host = malloc(n * esz + 1);
 	if (!host)
 		return -set_result(r, V_FAIL, "out of memory");
-	for (size_t k = 0; k < n; k++)
-		store_elem(t, k, s.type, host + k * esz);
+	if (vtpu_elem_convert(t->t.dtype, t->t.data, n,
+			      vtpu_type_elem(s.type), host, err, sizeof(err))) {
+		free(host);
+		return -set_result(r, V_FAIL, "input %d: %s", i, err);
+	}
 	ret = vtpu_buffer_create(x->c, NULL, n * esz, VTPU_PLACE_AUTO,
 				 &x->in[i]);
 	if (!ret)
@@ -802,7 +499,7 @@ static int download_outputs(struct run_ctx *x, struct result *r)
 
 	for (int i = 0; i < x->nout; i++) {
 		vtpu_executable_output_shape(x->exe, i, &s);
-		n = shape_elems(&s) * vtype_size(s.type);
+		n = vtpu_shape_elems(&s) * vtpu_type_size(s.type);
 		x->host[i] = malloc(n ? n : 1);
 		if (!x->host[i])
 			return -set_result(r, V_FAIL, "out of memory");
@@ -824,38 +521,40 @@ static int check_output(struct run_ctx *x, const char *dir, int i,
 			struct result *r)
 {
 	struct vtpu_shape s;
-	struct tensor t = { 0 };
+	struct tensor t = { 0 }, got = { 0 };
 	char path[4096];
 	size_t n, bad = 0, first = 0;
-	double got = 0, first_got = 0;
-	int64_t got_i = 0;
 	int ret = -1;
 
 	mkpath(path, sizeof(path), "%s/output_%d.pb", dir, i);
 	if (tensor_load(path, &t, r) < 0)
-		return -1;
+		goto out;
 	vtpu_executable_output_shape(x->exe, i, &s);
 	bf16_bits_to_float(&t, s.type);
-	n = shape_elems(&s);
-	if (t.n != n) {
+	n = vtpu_shape_elems(&s);
+	if (t.t.n != n) {
 		set_result(r, V_FAIL, "output %d: %zu elements, expected %zu",
-			   i, n, t.n);
+			   i, n, t.t.n);
 		goto out;
 	}
-	for (size_t k = 0; k < n; k++) {
-		load_elem(x->host[i], k, s.type, &got, &got_i);
-		if (!elem_close(&t, k, got, got_i, s.type) && !bad++) {
+	/* The result as a borrowed tensor of its device type, widened. */
+	got.t.dtype = vtpu_type_elem(s.type);
+	got.t.n = n;
+	got.t.data = x->host[i];
+	if (tensor_widen(&got, r, "output"))
+		goto out;
+	for (size_t k = 0; k < n; k++)
+		if (!elem_close(&t, k, got.f[k], got.i[k], s.type) && !bad++)
 			first = k;
-			first_got = got;
-		}
-	}
 	if (bad)
 		set_result(r, V_FAIL, "output %d: %zu of %zu elements differ, "
 			   "first [%zu] got %.9g want %.9g", i, bad, n, first,
-			   first_got, t.is_int ? (double)t.i[first] : t.f[first]);
+			   got.f[first], t.f[first]);
 	else
 		ret = 0;
 out:
+	got.t.data = NULL;	/* x->host[i]'s */
+	tensor_free(&got);
 	tensor_free(&t);
 	return ret;
 }
@@ -867,7 +566,7 @@ static int create_outputs(struct run_ctx *x, struct result *r)
 	for (int i = 0; i < x->nout; i++) {
 		vtpu_executable_output_shape(x->exe, i, &s);
 		if (vtpu_buffer_create(x->c, NULL,
-				       shape_elems(&s) * vtype_size(s.type),
+				       vtpu_shape_elems(&s) * vtpu_type_size(s.type),
 				       VTPU_PLACE_AUTO, &x->out[i]))
 			return -set_result(r, V_FAIL, "output %d: %s", i,
 					   vtpu_client_error(x->c));
@@ -902,8 +601,8 @@ static int run_data_set(struct run_ctx *x, const char *dir, struct result *r)
 		goto out;
 	}
 	for (int i = 0; i < x->nin; i++)
-		bind_input(x, dir, i, &load_err);
-	if (parse_model(x, r))
+		load_input(x, dir, i, &load_err);
+	if (bind_inputs(x, r) || parse_model(x, r))
 		goto out;
 	if (load_err.v != V_PASS) {
 		*r = load_err;

@@ -56,25 +56,10 @@ static void shuffle(int *a, int n)
 	}
 }
 
-static uint16_t to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fff + ((u >> 16) & 1);
-	return u >> 16;
-}
-
 static double from_type(const void *buf, int64_t i, enum vtpu_type t)
 {
-	uint32_t u;
-	float f;
-
-	if (t == VTPU_BF16) {
-		u = (uint32_t)((const uint16_t *)buf)[i] << 16;
-		memcpy(&f, &u, sizeof(f));
-		return f;
-	}
+	if (t == VTPU_BF16)
+		return vtpu_bf16_to_f32(((const uint16_t *)buf)[i]);
 	return ((const float *)buf)[i];
 }
 
@@ -96,7 +81,7 @@ static void make_params(const struct ir_graph *g, void **params)
 			float f = (rnd() % 4001) / 1000.0f - 2.0f;
 
 			if (n->shape.type == VTPU_BF16)
-				((uint16_t *)buf)[e] = to_bf16(f);
+				((uint16_t *)buf)[e] = vtpu_f32_to_bf16(f);
 			else
 				((float *)buf)[e] = f;
 		}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ir.h"
+#include "vtpu.h"
 #include "vtpu_compiler.h"
 #include "onnx.pb-c.h"
 
@@ -542,66 +543,29 @@ TEST(symbolic_dimension)
 }
 
 /*
- * Bindings from @test's test_data_set_0 for the graph inputs that are
- * not initializers (dims, and values of integer and float inputs), as
- * the conformance runner makes them. Returns how many; fills @t with
- * the decoded tensors the bindings point into (the caller frees them).
+ * Binds the model's inputs to test_data_set_0 of @dir by libvtpu's own
+ * rules (vtpu_model_bind(), as vtpu-run and the conformance runner bind
+ * them). Returns the number of bindings; @t, *@values and *@info are
+ * the caller's to free once parsed.
  */
-static int bind_data_set(const char *dir, const Onnx__GraphProto *gp,
-			 struct vtpu_onnx_binding *b, Onnx__TensorProto **t,
-			 int64_t **iv, double **fv)
+static int bind_data_set(const char *dir, const void *buf, size_t len,
+			 struct vtpu_onnx_binding *b, struct vtpu_tensor *t,
+			 void **values, struct vtpu_model_info **info)
 {
-	int nb = 0, k = 0;
+	int n, nb;
 
-	for (size_t i = 0; i < gp->n_input && nb < 16; i++) {
-		const char *name = gp->input[i]->name;
-		bool init = false;
+	*values = NULL;
+	if (vtpu_model_info(buf, len, info, NULL, 0))
+		return 0;
+	for (n = 0; n < (*info)->ninputs && n < 16; n++) {
 		char path[1200];
-		void *tb;
-		size_t tl = 0, n = 1;
 
-		for (size_t j = 0; j < gp->n_initializer && !init; j++)
-			init = !strcmp(gp->initializer[j]->name, name);
-		if (init)
-			continue;
 		snprintf(path, sizeof(path), "%s/test_data_set_0/input_%d.pb",
-			 dir, k++);
-		tb = slurp(path, &tl);
-		t[nb] = tb ? onnx__tensor_proto__unpack(NULL, tl, tb) : NULL;
-		free(tb);
-		if (!t[nb] || t[nb]->n_dims > VTPU_MAX_RANK) {
-			if (t[nb])
-				onnx__tensor_proto__free_unpacked(t[nb], NULL);
-			break;
-		}
-		memset(&b[nb], 0, sizeof(b[nb]));
-		b[nb].name = name;
-		b[nb].rank = (int)t[nb]->n_dims;
-		for (size_t d = 0; d < t[nb]->n_dims; d++)
-			n *= (size_t)(b[nb].dims[d] = t[nb]->dims[d]);
-		iv[nb] = NULL, fv[nb] = NULL;
-		if (t[nb]->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
-		    (t[nb]->raw_data.len == n * 8 || t[nb]->n_int64_data == n)) {
-			iv[nb] = malloc(n * 8 + 8);
-			if (n && t[nb]->raw_data.len)
-				memcpy(iv[nb], t[nb]->raw_data.data, n * 8);
-			else if (n)
-				memcpy(iv[nb], t[nb]->int64_data, n * 8);
-			b[nb].values = iv[nb];
-		} else if (t[nb]->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
-			   t[nb]->raw_data.len == n * 4) {
-			fv[nb] = malloc(n * sizeof(double) + 8);
-			for (size_t e = 0; e < n; e++) {
-				float f;
-
-				memcpy(&f, t[nb]->raw_data.data + 4 * e, 4);
-				fv[nb][e] = f;
-			}
-			b[nb].fvalues = fv[nb];
-		}
-		nb++;
+			 dir, n);
+		vtpu_tensor_load(path, &t[n], NULL, 0);	/* zeroed if not */
 	}
-	return nb;
+	nb = vtpu_model_bind(*info, t, n, b, values, NULL, 0);
+	return nb < 0 ? 0 : nb;
 }
 
 /*
@@ -633,9 +597,6 @@ TEST(every_test_model_parses_or_is_refused_and_compiles)
 		while ((e = readdir(d))) {
 			char tdir[1024], path[1100], err[512] = "";
 			struct vtpu_onnx_binding b[16];
-			Onnx__TensorProto *t[16];
-			int64_t *iv[16];
-			double *fv[16];
 			Onnx__ModelProto *m;
 			size_t len = 0;
 			void *buf;
@@ -653,8 +614,11 @@ TEST(every_test_model_parses_or_is_refused_and_compiles)
 			for (int bound = 0; bound < 2; bound++) {
 				struct vtpu_graph *g = NULL;
 				struct vtpu_program *prog = NULL;
-				int nb = bound ? bind_data_set(tdir, m->graph, b, t,
-							       iv, fv) : 0;
+				struct vtpu_tensor t[16] = { 0 };
+				struct vtpu_model_info *info = NULL;
+				void *values = NULL;
+				int nb = bound ? bind_data_set(tdir, buf, len, b, t,
+							       &values, &info) : 0;
 				int r = vtpu_onnx_parse_bound(buf, len, b, nb, &g,
 							      err, sizeof(err));
 
@@ -670,11 +634,10 @@ TEST(every_test_model_parses_or_is_refused_and_compiles)
 					vtpu_program_free(prog);
 					vtpu_graph_free(g);
 				}
-				for (int i = 0; i < nb; i++) {
-					onnx__tensor_proto__free_unpacked(t[i], NULL);
-					free(iv[i]);
-					free(fv[i]);
-				}
+				for (int i = 0; i < 16; i++)
+					vtpu_tensor_free(&t[i]);
+				free(values);
+				vtpu_model_info_free(info);
 			}
 			onnx__model_proto__free_unpacked(m, NULL);
 			free(buf);

@@ -1535,10 +1535,11 @@ int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
 {
 	const struct vtpu_insn *in;
 
+	/* A fault stops the program: only an instruction sets one. */
+	if (e->fault)
+		return e->fault;
 	e->work = 0;
 	for (; max_insns; max_insns--) {
-		if (e->fault)
-			return e->fault;
 		if (e->pc >= e->prog->insn_count)
 			return 1;
 		in = &e->prog->code[e->pc];

@@ -190,17 +190,18 @@ static int gather_dynamic(struct ctx *c, int x, int ax, int idx, bool wrap)
 static int valid_or_minus_one(struct ctx *c, int idx, const int *comp,
 			      const int64_t *len, int n)
 {
-	int ok = -1;
+	int ok = -EINVAL;
 
 	for (int i = 0; i < n; i++) {
 		int lo = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GE, comp[i],
 						    onnx_splat(c, 0, comp[i])));
 		int hi = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, comp[i],
 						    onnx_splat(c, (double)len[i], comp[i])));
+		/* pred and: lo ? hi : lo */
 		int both = lo < 0 || hi < 0 ? -EINVAL :
 			   onnx_chk(c, vtpu_g_select(c->g, lo, hi, lo));
 
-		ok = both < 0 ? both : ok == -1 && i == 0 ? both :
+		ok = i == 0 || both < 0 ? both :
 		     onnx_chk(c, vtpu_g_select(c->g, ok, both, ok));
 		if (ok < 0)
 			return ok;

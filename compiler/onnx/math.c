@@ -675,7 +675,7 @@ static bool is_name(node_t *n, size_t i, const char *name)
 int onnx_gelu_peephole(struct ctx *c, node_t *n)
 {
 	const char *op = n->op_type, *x = NULL;
-	struct val *out, *p;
+	struct val *out, *p, *q;
 	int kind = GELU_NONE, k, y;
 
 	if (n->n_output != 1 || n->n_input != 2 - !strcmp(op, "Erf"))
@@ -696,12 +696,11 @@ int onnx_gelu_peephole(struct ctx *c, node_t *n)
 				 const_near(c, n, !k, 0.5))
 				kind = -1, x = p->gelu_x;
 			else if ((p = part(c, n, k, GELU_ONE_PLUS)) &&
-				 (is_name(n, !k, p->gelu_x)))
+				 is_name(n, !k, p->gelu_x))
 				kind = GELU_X_ONE_PLUS, x = p->gelu_x;
 			else if ((p = part(c, n, k, GELU_ONE_PLUS)) &&
-				 part(c, n, !k, GELU_HALF_X) &&
-				 !strcmp(part(c, n, !k, GELU_HALF_X)->gelu_x,
-					 p->gelu_x))
+				 (q = part(c, n, !k, GELU_HALF_X)) &&
+				 !strcmp(q->gelu_x, p->gelu_x))
 				kind = -1, x = p->gelu_x;
 			else if (const_near(c, n, !k, 0.5))
 				kind = GELU_HALF_X, x = n->input[k];

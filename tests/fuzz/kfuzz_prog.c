@@ -256,45 +256,68 @@ static int pick_binding(struct gen *g, bool load)
 	return -1;
 }
 
-static void gen_dma(struct gen *g, bool load)
+/* The binding side of a DMA: which binding, its type and its rows. */
+struct dma_side {
+	uint32_t binding;
+	uint64_t limit;		/* its bytes */
+	uint8_t mdt;
+	uint32_t cols, row, stride;
+};
+
+/*
+ * A binding to load from (@load, or the constants) or store to, of
+ * @vdt's type or converted (f32 <-> bf16), a row width and stride that
+ * fit it. False when there is none.
+ */
+static bool gen_dma_side(struct gen *g, bool load, uint8_t vdt,
+			 struct dma_side *d)
 {
-	uint8_t vdt = rand_dtype(g), mdt = vdt;
-	uint32_t binding, rows, cols, row, stride;
-	uint64_t limit, end, offset;
-	struct vtpu_tile v;
 	int b = pick_binding(g, load);
 
 	if (load && (b < 0 || kf_chance(g->r, 20)) && g->as.const_size) {
-		binding = VTPU_BINDING_CONSTANTS;
-		limit = g->as.const_size;
+		d->binding = VTPU_BINDING_CONSTANTS;
+		d->limit = g->as.const_size;
 	} else if (b >= 0) {
-		binding = b;
-		limit = g->bind[b].size;
+		d->binding = b;
+		d->limit = g->bind[b].size;
 	} else {
-		return;
+		return false;
 	}
-	/* f32 <-> bf16 converts on the way. */
+	d->mdt = vdt;
 	if (vdt != VTPU_DT_S32 && kf_chance(g->r, 30))
-		mdt = vdt == VTPU_DT_F32 ? VTPU_DT_BF16 : VTPU_DT_F32;
-	if (limit < esize(mdt))
+		d->mdt = vdt == VTPU_DT_F32 ? VTPU_DT_BF16 : VTPU_DT_F32;
+	if (d->limit < esize(d->mdt))
+		return false;
+	d->cols = rand_dim(g, g->maxe);
+	if (d->cols > d->limit / esize(d->mdt))
+		d->cols = d->limit / esize(d->mdt);
+	d->row = d->cols * esize(d->mdt);
+	d->stride = d->row + (kf_chance(g->r, 30) ? 4 * kf_below(g->r, 16) : 0);
+	return true;
+}
+
+static void gen_dma(struct gen *g, bool load)
+{
+	uint8_t vdt = rand_dtype(g);
+	uint64_t end, offset;
+	struct dma_side d;
+	struct vtpu_tile v;
+	uint32_t rows;
+
+	if (!gen_dma_side(g, load, vdt, &d))
 		return;
-	cols = rand_dim(g, g->maxe);
-	if (cols > limit / esize(mdt))
-		cols = limit / esize(mdt);
-	row = cols * esize(mdt);
-	rows = rand_dim(g, g->maxe / cols);
-	stride = row + (kf_chance(g->r, 30) ? 4 * kf_below(g->r, 16) : 0);
-	if (rows > 1 + (limit - row) / stride)
-		rows = 1 + (limit - row) / stride;
+	rows = rand_dim(g, g->maxe / d.cols);
+	if (rows > 1 + (d.limit - d.row) / d.stride)
+		rows = 1 + (d.limit - d.row) / d.stride;
 	if (rows == 1 && kf_chance(g->r, 20))
-		stride = kf_below(g->r, row + 1);	/* anything goes */
-	end = (uint64_t)(rows - 1) * stride + row;
-	offset = limit > end ? kf_rand(g->r) % (limit - end + 1) : 0;
+		d.stride = kf_below(g->r, d.row + 1);	/* anything goes */
+	end = (uint64_t)(rows - 1) * d.stride + d.row;
+	offset = d.limit > end ? kf_rand(g->r) % (d.limit - end + 1) : 0;
 	if (kf_chance(g->r, 50))
 		offset &= ~3ULL;
-	v = tile(g, kf_below(g->r, g->nslots), vdt, rows, cols);
+	v = tile(g, kf_below(g->r, g->nslots), vdt, rows, d.cols);
 	vtpu_asm_dma(&g->as, load ? VTPU_OP_DMA_LOAD : VTPU_OP_DMA_STORE, v,
-		     binding, offset, stride, mdt);
+		     d.binding, offset, d.stride, d.mdt);
 }
 
 /*
@@ -304,43 +327,28 @@ static void gen_dma(struct gen *g, bool load)
  */
 static void gen_gather(struct gen *g)
 {
-	uint8_t vdt = rand_dtype(g), mdt = vdt;
-	uint32_t binding, rows, cols, row, stride, k;
-	uint64_t limit, end, offset;
+	uint8_t vdt = rand_dtype(g);
+	uint64_t end, offset;
 	struct vtpu_tile v, idx;
-	int b = pick_binding(g, true);
+	struct dma_side d;
 	unsigned int s[2];
+	uint32_t rows, k;
 
-	if ((b < 0 || kf_chance(g->r, 20)) && g->as.const_size) {
-		binding = VTPU_BINDING_CONSTANTS;
-		limit = g->as.const_size;
-	} else if (b >= 0) {
-		binding = b;
-		limit = g->bind[b].size;
-	} else {
+	if (!gen_dma_side(g, true, vdt, &d))
 		return;
-	}
-	if (vdt != VTPU_DT_S32 && kf_chance(g->r, 30))
-		mdt = vdt == VTPU_DT_F32 ? VTPU_DT_BF16 : VTPU_DT_F32;
-	if (limit < esize(mdt))
-		return;
-	cols = rand_dim(g, g->maxe);
-	if (cols > limit / esize(mdt))
-		cols = limit / esize(mdt);
-	row = cols * esize(mdt);
-	stride = row + (kf_chance(g->r, 30) ? 4 * kf_below(g->r, 16) : 0);
-	rows = 1 + kf_below(g->r, 1 + (uint32_t)((limit - row) / stride));
-	end = (uint64_t)(rows - 1) * stride + row;
-	offset = limit > end ? kf_rand(g->r) % (limit - end + 1) : 0;
+	rows = 1 + kf_below(g->r, 1 + (uint32_t)((d.limit - d.row) / d.stride));
+	end = (uint64_t)(rows - 1) * d.stride + d.row;
+	offset = d.limit > end ? kf_rand(g->r) % (d.limit - end + 1) : 0;
 	slots(g, s, 2);
-	k = rand_dim(g, g->maxe / cols);
+	k = rand_dim(g, g->maxe / d.cols);
 	idx = vtpu_tile(s[1] * g->slot, 1, k, k, VTPU_DT_S32);
 	if (kf_chance(g->r, 70))
 		vtpu_asm_iota(&g->as, idx, (int32_t)kf_below(g->r, 2 * rows) -
 			      (int32_t)rows, 0);
-	v = tile(g, s[0], vdt, k, cols);
-	vtpu_asm_dma_gather(&g->as, v, binding, offset, stride, mdt, idx.addr,
-			    rows, kf_chance(g->r, 50) ? VTPU_F_INDEX_WRAP : 0);
+	v = tile(g, s[0], vdt, k, d.cols);
+	vtpu_asm_dma_gather(&g->as, v, d.binding, offset, d.stride, d.mdt,
+			    idx.addr, rows,
+			    kf_chance(g->r, 50) ? VTPU_F_INDEX_WRAP : 0);
 }
 
 static void gen_trace(struct gen *g)

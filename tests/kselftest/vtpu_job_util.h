@@ -137,48 +137,41 @@ static inline long vtpu_jobs_alive(int minor)
 	return n;
 }
 
-/* Sum of "timeouts N" over the cores of one device. */
-static inline long vtpu_core_timeouts(int minor)
+/*
+ * Sum of the counter @name ("timeouts", "chained") over the "core N:"
+ * lines of one device's debugfs "cores"; -errno if unreadable, -EPROTO
+ * if no core line has it.
+ */
+static inline long vtpu_core_sum(int minor, const char *name)
 {
-	char path[PATH_MAX], line[160];
-	long total = 0, t;
-	unsigned int core;
-	long long jobs;
-	FILE *f;
-
-	if (vtpu_debugfs_path(minor, "cores", path, sizeof(path)))
-		return -ENOENT;
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "core %u: jobs %lld timeouts %ld", &core,
-			   &jobs, &t) == 3)
-			total += t;
-	fclose(f);
-	return total;
-}
-
-/* Sum of "chained N" over the cores of one device; -errno if unreadable. */
-static inline long vtpu_core_chained(int minor)
-{
-	char path[PATH_MAX], line[200];
+	char path[PATH_MAX], line[200], key[32];
 	long total = -EPROTO;
 	const char *c;
 	FILE *f;
 
+	snprintf(key, sizeof(key), " %s ", name);
 	if (vtpu_debugfs_path(minor, "cores", path, sizeof(path)))
 		return -ENOENT;
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		c = strstr(line, " chained ");
+		c = strstr(line, key);
 		if (c && !strncmp(line, "core ", 5))
-			total = (total < 0 ? 0 : total) + atol(c + 9);
+			total = (total < 0 ? 0 : total) + atol(c + strlen(key));
 	}
 	fclose(f);
 	return total;
+}
+
+static inline long vtpu_core_timeouts(int minor)
+{
+	return vtpu_core_sum(minor, "timeouts");
+}
+
+static inline long vtpu_core_chained(int minor)
+{
+	return vtpu_core_sum(minor, "chained");
 }
 
 /* Polls until no job of the device is alive; false after @secs. */

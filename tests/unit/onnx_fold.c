@@ -466,27 +466,41 @@ static enum ir_op out_op(struct vtpu_graph *g, bool *of_param)
 
 static const float sqrt2 = 1.41421353816986083984375f, one = 1, half = 0.5f;
 
-/* torch's export of exact GELU: x * (1 + erf(x / sqrt2)) * 0.5 */
-TEST(torch_gelu_becomes_the_devices_gelu)
+/*
+ * torch's export of exact GELU, x * (1 + erf(x / @scale)) * 0.5, its
+ * product taken with @times ("x" for GELU), parsed: output 0's op.
+ */
+static enum ir_op torch_gelu(struct __test_metadata *_metadata, float scale,
+			     const char *times, bool *of_x)
 {
 	static const int64_t x[] = { 2, 5 };
 	struct vtpu_graph *g = NULL;
+	char ins[16];
 	struct model md;
-	bool of_x;
+	enum ir_op op;
 
 	model_init(&md, 2, x);
-	fconst(&md, "s2", 0, 0, &sqrt2);
+	fconst(&md, "s2", 0, 0, &scale);
 	fconst(&md, "one", 0, 0, &one);
 	fconst(&md, "half", 0, 0, &half);
 	node(&md, "Div", "x|s2", "d", NULL, 0);
 	node(&md, "Erf", "d", "e", NULL, 0);
 	node(&md, "Add", "e|one", "a", NULL, 0);
-	node(&md, "Mul", "x|a", "m", NULL, 0);
+	snprintf(ins, sizeof(ins), "%s|a", times);
+	node(&md, "Mul", ins, "m", NULL, 0);
 	node(&md, "Mul", "m|half", "y", NULL, 0);
 	PARSE_OK(&md, &g);
-	EXPECT_EQ(OP_GELU, out_op(g, &of_x));
-	EXPECT_TRUE(of_x);
+	op = out_op(g, of_x);
 	vtpu_graph_free(g);
+	return op;
+}
+
+TEST(torch_gelu_becomes_the_devices_gelu)
+{
+	bool of_x;
+
+	EXPECT_EQ(OP_GELU, torch_gelu(_metadata, sqrt2, "x", &of_x));
+	EXPECT_TRUE(of_x);
 }
 
 /* Hugging Face's: (x * 0.5) * (1 + erf(x * (1 / sqrt2))) */
@@ -516,37 +530,10 @@ TEST(hf_gelu_becomes_the_devices_gelu)
 /* Another scale, or another x, is not GELU: Erf stays. */
 TEST(near_gelu_patterns_stay_erf)
 {
-	static const int64_t x[] = { 4 };
-	static const float two = 2;
-	struct vtpu_graph *g = NULL;
-	struct model md;
 	bool of_x;
 
-	model_init(&md, 1, x);
-	fconst(&md, "two", 0, 0, &two);
-	fconst(&md, "one", 0, 0, &one);
-	fconst(&md, "half", 0, 0, &half);
-	node(&md, "Div", "x|two", "d", NULL, 0);
-	node(&md, "Erf", "d", "e", NULL, 0);
-	node(&md, "Add", "e|one", "a", NULL, 0);
-	node(&md, "Mul", "x|a", "m", NULL, 0);
-	node(&md, "Mul", "m|half", "y", NULL, 0);
-	PARSE_OK(&md, &g);
-	EXPECT_NE(OP_GELU, out_op(g, &of_x));
-	vtpu_graph_free(g);
-
-	model_init(&md, 1, x);
-	fconst(&md, "s2", 0, 0, &sqrt2);
-	fconst(&md, "one", 0, 0, &one);
-	fconst(&md, "half", 0, 0, &half);
-	node(&md, "Div", "x|s2", "d", NULL, 0);
-	node(&md, "Erf", "d", "e", NULL, 0);
-	node(&md, "Add", "e|one", "a", NULL, 0);
-	node(&md, "Mul", "a|a", "m", NULL, 0);	/* not x */
-	node(&md, "Mul", "m|half", "y", NULL, 0);
-	PARSE_OK(&md, &g);
-	EXPECT_NE(OP_GELU, out_op(g, &of_x));
-	vtpu_graph_free(g);
+	EXPECT_NE(OP_GELU, torch_gelu(_metadata, 2, "x", &of_x));
+	EXPECT_NE(OP_GELU, torch_gelu(_metadata, sqrt2, "a", &of_x));
 }
 
 /* [B, S, E] x [E, N]: one matmul of B*S rows, not B copies of the weight. */

@@ -100,6 +100,10 @@ static void vtpu_job_free(struct vtpu_job *job)
 		vtpu_job_end_unrun(job);
 		dma_fence_put(job->done);
 	}
+	/* Only a job whose chain was never pushed still holds these. */
+	dma_fence_chain_free(job->out_chain);
+	if (job->out_sync)
+		drm_syncobj_put(job->out_sync);
 
 	for (i = 0; i < job->nbos; i++) {
 		if (!job->bos[i].bo)
@@ -688,8 +692,10 @@ static void vtpu_job_set_out_sync(struct drm_syncobj *out_sync,
  * after it, each against its own watchdog deadline, and signals each
  * one's fence as its program ends. The batch's end pushes the chain.
  *
- * Jobs of a batch are not ordered (io_uring orders only linked SQEs): a
- * job that does not chain is queued at once, ahead of the chain.
+ * A job of the batch that does not chain pushes the file's chain first
+ * (vtpu_plug_flush()): the file's jobs are queued in the order they were
+ * submitted, so a job waiting on an earlier one's out-syncobj finds its
+ * fence and sits behind it.
  */
 #define VTPU_CHAIN_BUDGET	VTPU_EXEC_BUDGET
 #define VTPU_CHAIN_MAX		32
@@ -701,10 +707,38 @@ static u64 vtpu_job_cost(const struct vtpu_prog_info *info)
 	       info->vmem_size;
 }
 
-/* Queues an initialised scheduler job; sleeps not (see vtpu_plug_unplug()). */
+/* A chained job's out-syncobj gets its fence; called with submit_lock. */
+static void vtpu_job_publish(struct vtpu_job *job)
+{
+	if (!job->out_sync)
+		return;
+	vtpu_job_set_out_sync(job->out_sync, job->out_chain, job->done,
+			      job->out_point);
+	job->out_chain = NULL;	/* the syncobj's now */
+	drm_syncobj_put(job->out_sync);
+	job->out_sync = NULL;
+}
+
+/*
+ * Queues an initialised scheduler job and the jobs chained behind it;
+ * sleeps not (see vtpu_plug_unplug()).
+ *
+ * Their out-syncobjs get their fences here, under the lock that orders
+ * pushes, not when they joined the chain: a job that waits on one of
+ * them is then always queued behind the chain. Published while the
+ * chain sat in the plug, a fence could be waited on by a job another
+ * task submitted to the same file meanwhile, queued ahead of the chain,
+ * and the entity, which runs its jobs in order, would wait for ever (the
+ * kernel fuzzer found this).
+ */
 static void vtpu_job_push(struct vtpu_file *vfile, struct vtpu_job *job)
 {
+	struct vtpu_job *f;
+
 	spin_lock(&vfile->submit_lock);
+	vtpu_job_publish(job);
+	list_for_each_entry(f, &job->chain, chain_node)
+		vtpu_job_publish(f);
 	drm_sched_job_arm(&job->base);
 	drm_sched_entity_push_job(&job->base);
 	spin_unlock(&vfile->submit_lock);
@@ -757,6 +791,28 @@ static struct vtpu_plug *vtpu_plug_get(struct vtpu_file *vfile)
 	cb = blk_check_plugged(vtpu_plug_unplug, vfile, sizeof(struct vtpu_plug));
 	return cb ? container_of(cb, struct vtpu_plug, cb) : NULL;
 }
+
+/*
+ * Pushes the chain this task's batch holds for @vfile, if any: a job of
+ * the batch that does not chain is queued behind the jobs submitted
+ * before it, and sees their out-syncobjs' fences, as without chains.
+ * A lookup only: blk_check_plugged() would allocate a plug.
+ */
+static void vtpu_plug_flush(struct vtpu_file *vfile)
+{
+	struct blk_plug *bplug = current->plug;
+	struct blk_plug_cb *cb;
+
+	if (!bplug)
+		return;
+	list_for_each_entry(cb, &bplug->cb_list, list) {
+		if (cb->callback == vtpu_plug_unplug && cb->data == vfile) {
+			vtpu_plug_push(vfile, container_of(cb, struct vtpu_plug,
+							   cb));
+			return;
+		}
+	}
+}
 #else
 struct vtpu_plug;
 
@@ -773,6 +829,10 @@ static struct vtpu_plug *vtpu_plug_get(struct vtpu_file *vfile)
 {
 	return NULL;
 }
+
+static void vtpu_plug_flush(struct vtpu_file *vfile)
+{
+}
 #endif
 
 /*
@@ -786,8 +846,6 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 {
 	struct vtpu_file *vfile = file->driver_priv;
 	u64 cost = vtpu_job_cost(&job->info);
-	struct dma_fence_chain *chain;
-	struct drm_syncobj *out_sync;
 	struct vtpu_plug *plug;
 	int ret;
 
@@ -799,14 +857,15 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 	 * two lookups: a task that sleeps flushes its plug, which runs
 	 * vtpu_plug_unplug() and frees the plug.
 	 */
-	ret = vtpu_job_get_out_sync(job, file, args, &out_sync, &chain);
+	/* Held until the chain is pushed; vtpu_job_free() drops them. */
+	ret = vtpu_job_get_out_sync(job, file, args, &job->out_sync,
+				    &job->out_chain);
 	if (ret)
-		goto err;
+		return ret;
+	job->out_point = args->out_sync_point;
 	job->done = vtpu_out_fence_create(vtpu_job_gfp(job));
-	if (!job->done) {
-		ret = -ENOMEM;
-		goto err;
-	}
+	if (!job->done)
+		return -ENOMEM;
 
 	plug = vtpu_plug_get(vfile);
 	if (plug && (plug->count == VTPU_CHAIN_MAX ||
@@ -817,7 +876,7 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 		ret = drm_sched_job_init(&job->base, &vfile->entity, 1, vfile,
 					 file->client_id);
 		if (ret)
-			goto err;
+			return ret;
 		plug = vtpu_plug_get(vfile);
 		if (plug && !plug->leader) {
 			plug->leader = job;
@@ -839,13 +898,6 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 
 	job->id = atomic64_inc_return(&vfile->next_id);
 	job->client = file->client_id;
-	if (out_sync) {
-		spin_lock(&vfile->submit_lock);
-		vtpu_job_set_out_sync(out_sync, chain, job->done,
-				      args->out_sync_point);
-		spin_unlock(&vfile->submit_lock);
-		drm_syncobj_put(out_sync);
-	}
 	trace_vtpu_job_submit(job->vdev->index, job->client, job->id,
 			      job->info.insn_count, args->binding_count, true);
 	*done_out = dma_fence_get(job->done);
@@ -853,12 +905,6 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 	if (!plug)
 		vtpu_job_push(vfile, job);
 	return 0;
-
-err:
-	dma_fence_chain_free(chain);
-	if (out_sync)
-		drm_syncobj_put(out_sync);
-	return ret;
 }
 
 /**
@@ -934,6 +980,7 @@ int vtpu_job_submit(struct drm_device *drm, struct drm_file *file,
 		if (!ret)
 			return 0;
 	}
+	vtpu_plug_flush(vfile);
 
 	ret = drm_sched_job_init(&job->base, &vfile->entity, 1, vfile,
 				 file->client_id);

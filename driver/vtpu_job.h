@@ -97,6 +97,10 @@ struct vtpu_job_bo {
  * @chain_node: entry in the @chain of the job that carries this one
  * @done: a chained job's own finished fence (&struct vtpu_out_fence),
  *	signalled as soon as its program ends; NULL for other jobs
+ * @out_sync: a chained job's out-syncobj (a reference), until its chain
+ *	is pushed: only then does the syncobj get @done (see vtpu_job_push())
+ * @out_chain: the timeline node for @out_point, or NULL
+ * @out_point: the timeline point, or 0 for a binary syncobj
  * @abort: set by the timeout handler; the core stops at the next slice
  * @queued: SUBMIT time (ns)
  * @nowait: being submitted from a context that must not wait
@@ -124,6 +128,9 @@ struct vtpu_job {
 	struct list_head chain;
 	struct list_head chain_node;
 	struct dma_fence *done;
+	struct drm_syncobj *out_sync;
+	struct dma_fence_chain *out_chain;
+	u64 out_point;
 	atomic_t abort;
 	u64 queued;
 	bool nowait;

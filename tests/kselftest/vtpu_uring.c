@@ -295,6 +295,86 @@ TEST_F(uring, chained_jobs_signal_their_out_syncobjs)
 	}
 }
 
+/*
+ * A job of a batch that waits on an earlier job's out-syncobj waits for
+ * that job, chained or not, and the batch completes: the chain it joined
+ * is queued first. Queued behind the job waiting on it, the chain would
+ * never run, and nor would anything else of the file.
+ */
+TEST_F_TIMEOUT(uring, batch_job_waits_on_an_earlier_chained_job, 120)
+{
+	struct vtpu_completion done[12];
+	struct vtpu_buf prof[12];
+	struct drm_vtpu_sync in[4];
+	__u32 sync[4], after[4];
+	long before, chained = 0;
+	unsigned int i, g, round;
+
+	for (i = 0; i < 12; i++, self->nc++) {
+		ASSERT_EQ(0, compute_setup(self->fd, &self->c[i], 600 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096,
+					  DRM_VTPU_PLACEMENT_HOST, &prof[i]));
+	}
+	for (g = 0; g < 4; g++) {
+		ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync[g]));
+		ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &after[g]));
+		in[g] = (struct drm_vtpu_sync){ .handle = sync[g] };
+	}
+	/* Round 0 maps the backing-store ranges (see above); 1 chains. */
+	for (round = 0; round < 2; round++) {
+		struct timespec now;
+
+		/* Groups of three: two small jobs, then one waiting on the 2nd */
+		for (i = 0; i < 12; i++) {
+			struct drm_vtpu_submit s = request(&self->c[i]);
+
+			g = i / 3;
+			s.profile_handle = prof[i].handle;
+			if (i % 3 == 1)
+				s.out_sync = sync[g];
+			if (i % 3 == 2) {
+				s.in_syncs = (__u64)(uintptr_t)&in[g];
+				s.in_sync_count = 1;
+				s.out_sync = after[g];
+			}
+			ASSERT_EQ(0, vtpu_sq_queue(&self->sq, &s, i));
+		}
+		ASSERT_EQ(0, drmSyncobjReset(self->fd, after, 4));
+		before = vtpu_core_chained(self->minor);
+		ASSERT_LE(0, before);
+		ASSERT_EQ(12, vtpu_sq_submit(&self->sq));
+		/* Bounded: a deadlocked file never posts these CQEs. */
+		ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &now));
+		ASSERT_EQ(0, drmSyncobjWait(self->fd, after, 4,
+					    (now.tv_sec + 60) * 1000000000LL,
+					    DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL |
+					    DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+					    NULL))
+			TH_LOG("round %u: the waiting jobs never ended", round);
+		ASSERT_TRUE(reap_all(&self->sq, done, 12));
+		chained = vtpu_core_chained(self->minor) - before;
+		for (i = 0; i < 12; i++)
+			EXPECT_EQ(0, done[i].status);
+		for (g = 0; g < 4; g++) {
+			const struct drm_vtpu_profile *waited = prof[3 * g + 1].map;
+			const struct drm_vtpu_profile *waiter = prof[3 * g + 2].map;
+
+			EXPECT_LE(waited->end, waiter->start)
+				TH_LOG("round %u group %u: ran before its in-sync",
+				       round, g);
+		}
+	}
+	/* Each group's first two jobs chain: one chained job per group. */
+	EXPECT_LE(1, chained) TH_LOG("no job chained");
+	for (g = 0; g < 4; g++) {
+		drmSyncobjDestroy(self->fd, sync[g]);
+		drmSyncobjDestroy(self->fd, after[g]);
+	}
+	for (i = 0; i < 12; i++)
+		vtpu_buf_free(self->fd, &prof[i]);
+}
+
 /* Bad requests fail in their own CQE with the ioctl's errno. */
 TEST_F(uring, invalid_request_fails_in_its_cqe_others_succeed)
 {

@@ -413,6 +413,14 @@ done
 if [ -n "$hits" ]; then
 	report "kernel problems in $log:"
 	printf '%s\n' "$hits" | sed -n '1,50s/^/vm: dmesg: /p' >&2
+	# The first splat whole, its stack included: a CI log may be all
+	# there is to go on.
+	first=$(printf '%s\n' "$hits" | head -n 1)
+	at=$(grep -anF -m 1 -- "$first" "$log" | cut -d: -f1)
+	if [ -n "$at" ]; then
+		echo "vm: the first of them, as logged:" >&2
+		sed -n "${at},$((at + 45))s/^/vm: | /p" "$log" >&2
+	fi
 fi
 
 if [ -f "$v/timed-out" ]; then

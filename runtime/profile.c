@@ -530,7 +530,7 @@ static int put_trace(struct out *o, const struct vtpu_profile *p)
 }
 
 /* Writes the session to @f; 0 or -errno. */
-static int write_file(const struct vtpu_profile *p, FILE *f)
+static int write_file(const struct vtpu_profile *p, FILE *f, bool sync)
 {
 	struct out o = { .f = f };
 	int err;
@@ -552,7 +552,7 @@ static int write_file(const struct vtpu_profile *p, FILE *f)
 	if (!err && fflush(f))
 		err = -errno;
 	/* rename() without it can leave an empty file after a crash */
-	if (!err && fsync(fileno(f)))
+	if (!err && sync && fsync(fileno(f)))
 		err = -errno;
 	return err;
 }
@@ -564,10 +564,26 @@ static int write_file(const struct vtpu_profile *p, FILE *f)
 static int write_atomic(const struct vtpu_profile *p, const char *path)
 {
 	size_t len = strlen(path);
-	char *tmp = malloc(len + sizeof(".XXXXXX"));
+	struct stat st;
+	char *tmp;
 	FILE *f;
 	int fd, err;
 
+	/*
+	 * Not a regular file (/dev/stdout, a FIFO, /dev/null): written to
+	 * as it is. A rename would replace it, the device node included.
+	 */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		f = fopen(path, "we");
+		if (!f)
+			return -errno;
+		err = write_file(p, f, false);
+		if (fclose(f) && !err)
+			err = -errno;
+		return err;
+	}
+
+	tmp = malloc(len + sizeof(".XXXXXX"));
 	if (!tmp)
 		return -ENOMEM;
 	memcpy(tmp, path, len);
@@ -589,7 +605,7 @@ static int write_atomic(const struct vtpu_profile *p, const char *path)
 		close(fd);
 		goto out_unlink;
 	}
-	err = write_file(p, f);
+	err = write_file(p, f, true);
 	if (fclose(f) && !err)
 		err = -errno;
 	if (err)

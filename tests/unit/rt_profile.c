@@ -488,12 +488,16 @@ TEST_F(session, events_outside_the_session_are_dropped)
 {
 	struct rt_event ev = { .kind = RT_EV_SUBMIT, .device = 0, .core = -1 };
 	struct vtpu_client other;
+	struct stat st;
 
 	memset(&other, 0, sizeof(other));
 	other.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rt_profile_event(&other, &ev);		/* no session: a no-op */
 	rt_profile_event(&self->c, &ev);
 	ASSERT_EQ(0, vtpu_profile_stop(self->p, "/dev/null"));
+	/* Written to, not renamed over (as root, that replaced the node). */
+	ASSERT_EQ(0, stat("/dev/null", &st));
+	ASSERT_TRUE(S_ISCHR(st.st_mode));
 	rt_profile_event(&self->c, &ev);	/* after stop: not kept */
 	ASSERT_EQ(0, vtpu_profile_stop(self->p, self->path));
 	self->root = load(self->path);

@@ -78,6 +78,9 @@ int vtpu_device_init(struct vtpu_device *vdev)
 	ret = drmm_mutex_init(&vdev->drm, &vdev->bos_lock);
 	if (ret)
 		return ret;
+	ret = drmm_mutex_init(&vdev->drm, &vdev->sched_lock);
+	if (ret)
+		return ret;
 
 	ret = vtpu_device_hbm_init(vdev);
 	if (ret)

@@ -73,6 +73,7 @@ struct vtpu_device {
 
 	struct vtpu_core *cores;
 	struct drm_gpu_scheduler **scheds;
+	struct mutex sched_lock; /* Serialises stopping the schedulers */
 	struct workqueue_struct *core_wq;
 	atomic_t jobs_alive;
 };

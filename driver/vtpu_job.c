@@ -181,6 +181,8 @@ static enum drm_gpu_sched_stat vtpu_job_timedout(struct drm_sched_job *sched_job
 	drm_warn(&job->vdev->drm, "%s: job still running past twice the timeout\n",
 		 sched->name);
 
+	/* Not while vtpu_job_postclose() has the schedulers stopped. */
+	mutex_lock(&job->vdev->sched_lock);
 	drm_sched_stop(sched, sched_job);
 	atomic_set(&job->abort, 1);
 	dma_fence_wait(job->hw_fence, false);
@@ -199,6 +201,7 @@ static enum drm_gpu_sched_stat vtpu_job_timedout(struct drm_sched_job *sched_job
 	}
 	spin_unlock(&sched->job_list_lock);
 	drm_sched_start(sched);
+	mutex_unlock(&job->vdev->sched_lock);
 
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
@@ -1137,6 +1140,30 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file)
 	return 0;
 }
 
+/*
+ * Kills an entity with the device's schedulers stopped. 6.12's
+ * drm_sched_entity_pop_job() puts the entity back into its run queue's
+ * FIFO tree when more jobs wait, without looking at entity->stopped: a
+ * pop racing drm_sched_entity_kill() left the entity in the tree after
+ * the kill had taken it out, and once the file was freed the next push
+ * to that core walked freed memory (the kernel fuzzer's Oops in
+ * drm_sched_rq_update_fifo_locked()). With every core's run_job work
+ * stopped, nothing pops while the kill runs.
+ */
+static void vtpu_job_entity_kill(struct vtpu_device *vdev,
+				 struct drm_sched_entity *entity)
+{
+	unsigned int i;
+
+	mutex_lock(&vdev->sched_lock);
+	for (i = 0; i < vdev->num_cores; i++)
+		drm_sched_wqueue_stop(vdev->scheds[i]);
+	drm_sched_entity_fini(entity);
+	for (i = 0; i < vdev->num_cores; i++)
+		drm_sched_wqueue_start(vdev->scheds[i]);
+	mutex_unlock(&vdev->sched_lock);
+}
+
 void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct vtpu_file *vfile = file->driver_priv;
@@ -1152,7 +1179,7 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
 	 * The cores' queues take @closed into account.
 	 */
 	atomic_set(&vfile->stats->closed, 1);
-	drm_sched_entity_fini(&vfile->entity);
+	vtpu_job_entity_kill(to_vtpu_device(drm), &vfile->entity);
 
 	xa_for_each(&vfile->jobs, id, fence) {
 		if (!xa_is_value(fence))

@@ -423,6 +423,61 @@ TEST_F_TIMEOUT(harden, close_kills_queued_jobs_at_once, 120)
 	TH_LOG("idle %lld ms after close", (long long)ms_since(t0));
 }
 
+/*
+ * Files closed with jobs queued while the scheduler pops them, and
+ * another file keeps pushing to the same cores. 6.12's scheduler could
+ * leave a killed entity in its run queue's tree and the next push walk
+ * it once freed (an Oops the kernel fuzzer found after 478 s): vtpu.ko
+ * kills entities with the schedulers stopped. The race is narrow: these
+ * 200 rounds did not hit it with the module before that fix either, so
+ * this is a stress of close against scheduling, not its reproducer.
+ */
+TEST_F_TIMEOUT(harden, files_closed_as_their_jobs_are_scheduled, 240)
+{
+	struct vtpu_buf end;
+	int round, i, wstatus;
+	size_t se;
+	pid_t pusher;
+
+	pusher = fork();
+	ASSERT_LE(0, pusher);
+	if (!pusher) {
+		int fd = vtpu_open(0);
+		struct vtpu_buf e;
+		size_t s;
+		__u64 id;
+
+		if (fd < 0 || end_program(fd, &e, &s))
+			_exit(2);
+		for (;;) {
+			struct vtpu_submit_args a = { .prog = &e, .prog_size = s };
+			int status;
+
+			if (vtpu_submit(fd, &a, &id) ||
+			    vtpu_job_wait(fd, id, 30, &status) || status)
+				_exit(3);
+		}
+	}
+	for (round = 0; round < 200; round++) {
+		int f2 = vtpu_open(0);
+
+		ASSERT_LE(0, f2);
+		ASSERT_EQ(0, end_program(f2, &end, &se));
+		for (i = 0; i < 24; i++) {
+			struct vtpu_submit_args a = { .prog = &end, .prog_size = se };
+
+			ASSERT_EQ(0, vtpu_submit(f2, &a, NULL));
+		}
+		/* The queued jobs hold the program buffer. */
+		vtpu_buf_free(f2, &end);
+		close(f2);
+	}
+	ASSERT_EQ(0, kill(pusher, SIGKILL));
+	ASSERT_EQ(pusher, waitpid(pusher, &wstatus, 0));
+	EXPECT_TRUE(WIFSIGNALED(wstatus)) TH_LOG("the pushing child failed");
+	EXPECT_TRUE(vtpu_wait_idle(self->minor, 60));
+}
+
 /* SQE128 ring; one inline SUBMIT of @s with @mutate applied to the SQE. */
 static int uring_submit(struct io_uring *ring, int fd,
 			const struct drm_vtpu_submit *s,

@@ -173,6 +173,7 @@ struct kf_ring {
 	unsigned int flags;
 	int outstanding;
 	int fixed_file;		/* kf.files index registered as file 0, or -1 */
+	uint64_t fixed_gen;	/* that file's gen then: a reopen is another file */
 	uint64_t next_data;
 	struct kf_req *slots;	/* KF_RING_SLOTS */
 };

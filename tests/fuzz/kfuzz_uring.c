@@ -76,6 +76,7 @@ static void ring_setup(struct kf_rng *r)
 		fd = f->fds[0];
 		if (!io_uring_register_files(&ring->ring, &fd, 1)) {
 			ring->fixed_file = (int)(f - kf.files);
+			ring->fixed_gen = f->gen;
 			kf_note(" fixed file %d", fd);
 		}
 	}
@@ -216,7 +217,13 @@ static void ring_submit(struct kf_rng *r, struct kf_ring *ring)
 		if (ring->fixed_file >= 0 && kf_chance(r, 30)) {
 			sqe->fd = 0;
 			sqe->flags |= IOSQE_FIXED_FILE;
-			if (ring->fixed_file != (int)(f - kf.files))
+			/*
+			 * The registered file stays the one open then, also
+			 * once its slot was closed and reopened: valid
+			 * requests for the new file may fail against it.
+			 */
+			if (ring->fixed_file != (int)(f - kf.files) ||
+			    ring->fixed_gen != f->gen)
 				q->clean = false;
 		}
 		inline_form = kf_chance(r, 50);

@@ -245,24 +245,32 @@ static inline float vtpu_minf(float x, float y)
 
 /*
  * e^x for |x| <= 700: x = n ln2 + r with |r| <= ln2 / 2, and e^r from its
- * Taylor polynomial of degree 13 (truncation error < 1e-17).
+ * Taylor polynomial of degree 13 (truncation error < 1e-17). n is x log2 e
+ * rounded to nearest (even) by adding and subtracting 1.5 * 2^52, whose
+ * sum also holds n in its low bits: no float-to-integer conversion, so
+ * the vector version (vtpu_vexp()) does exactly these operations.
  */
+#define VTPU_ROUND_MAGIC	6755399441055744.0
+#define VTPU_ROUND_BITS		0x4338000000000000ll
+
+static const double vtpu_exp_poly[] = {
+	1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+	1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0,
+	1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0,
+};
+
 static double vtpu_exp(double x)
 {
-	static const double inv_fact[] = {
-		1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
-		1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0,
-		1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0,
-	};
-	double t = x * VTPU_LOG2E, r, p;
-	int n = (int)(t < 0 ? t - 0.5 : t + 0.5);
+	double s = x * VTPU_LOG2E + VTPU_ROUND_MAGIC;
+	double n = s - VTPU_ROUND_MAGIC, r, p;
+	s64 e = (s64)vtpu_dbits(s) - VTPU_ROUND_BITS;
 	u32 i;
 
 	r = (x - n * VTPU_LN2_HI) - n * VTPU_LN2_LO;
-	p = inv_fact[0];
-	for (i = 1; i < ARRAY_SIZE(inv_fact); i++)
-		p = p * r + inv_fact[i];
-	return p * vtpu_bitsd((u64)(n + 1023) << 52);
+	p = vtpu_exp_poly[0];
+	for (i = 1; i < ARRAY_SIZE(vtpu_exp_poly); i++)
+		p = p * r + vtpu_exp_poly[i];
+	return p * vtpu_bitsd((u64)(e + 1023) << 52);
 }
 
 /*
@@ -296,67 +304,36 @@ static double vtpu_log(double x)
 	return e * VTPU_LN2_HI + (e * VTPU_LN2_LO + (f - s * (f - r)));
 }
 
-/* Clenshaw's recurrence for sum c[i] T_i(x), |x| <= 1. */
-static double vtpu_chebyshev(const double *c, u32 n, double x)
-{
-	double b1 = 0, b2 = 0, t;
-	u32 i;
-
-	for (i = n - 1; i > 0; i--) {
-		t = 2 * x * b1 - b2 + c[i];
-		b2 = b1;
-		b1 = t;
-	}
-	return x * b1 - b2 + c[0];
-}
-
 /*
  * erfcx(t) = e^(t^2) erfc(t) for t >= 0, from two Chebyshev expansions
  * fitted for this file (relative error < 2e-14): erfcx itself on [0, 2],
  * and t erfcx(t) as a function of 2/t beyond.
  */
-static double vtpu_erfcx(double t)
-{
-	static const double near[] = {
-		0.5213608704996062, -0.3447707454725235,
-		0.0997597792682009, -0.026063665256478696,
-		0.0062684634943188985, -0.0014061223858868655,
-		0.0002969855724656023, -0.00005948555390072885,
-		0.000011362960761052144, -0.0000020794078630204103,
-		0.0000003659082120188728, -0.00000006210726100075448,
-		0.00000001019531631341053, -0.0000000016223227983225285,
-		0.0000000002507344554203428, -0.000000000037702824196017557,
-		0.000000000005524830593017782, -0.0000000000007901929111042705,
-		0.00000000000011060319327071966, -0.000000000000014703516182379417,
-	};
-	static const double far[] = {
-		0.5427416308736758, -0.027456541627010323,
-		-0.005256099448394009, 0.000773939632501158,
-		0.000002609208681383485, -0.0000166011924116004,
-		0.0000024179794697832297, 0.00000007310761660962509,
-		-0.00000009093948854189155, 0.000000015307872940000477,
-		0.00000000026706434140179094, -0.0000000006890189646905529,
-		0.00000000014963092753143762, -0.000000000004725699363991441,
-		-0.000000000006096290139367966, 0.0000000000018584081641991264,
-		-0.00000000000018439635783208455, -0.000000000000050975305847756365,
-		0.00000000000002556653719141734,
-	};
+static const double vtpu_erfcx_near[] = {
+	0.5213608704996062, -0.3447707454725235,
+	0.0997597792682009, -0.026063665256478696,
+	0.0062684634943188985, -0.0014061223858868655,
+	0.0002969855724656023, -0.00005948555390072885,
+	0.000011362960761052144, -0.0000020794078630204103,
+	0.0000003659082120188728, -0.00000006210726100075448,
+	0.00000001019531631341053, -0.0000000016223227983225285,
+	0.0000000002507344554203428, -0.000000000037702824196017557,
+	0.000000000005524830593017782, -0.0000000000007901929111042705,
+	0.00000000000011060319327071966, -0.000000000000014703516182379417,
+};
 
-	if (t <= 2)
-		return vtpu_chebyshev(near, ARRAY_SIZE(near), t - 1);
-	return vtpu_chebyshev(far, ARRAY_SIZE(far), 4 / t - 1) / t;
-}
-
-static float vtpu_expf(float x)
-{
-	if (x != x)
-		return x + x;
-	if (x > 89)
-		return vtpu_bitsf(VTPU_F32_INF);
-	if (x < -104)
-		return 0;
-	return vtpu_narrow(vtpu_exp(x));
-}
+static const double vtpu_erfcx_far[] = {
+	0.5427416308736758, -0.027456541627010323,
+	-0.005256099448394009, 0.000773939632501158,
+	0.000002609208681383485, -0.0000166011924116004,
+	0.0000024179794697832297, 0.00000007310761660962509,
+	-0.00000009093948854189155, 0.000000015307872940000477,
+	0.00000000026706434140179094, -0.0000000006890189646905529,
+	0.00000000014963092753143762, -0.000000000004725699363991441,
+	-0.000000000006096290139367966, 0.0000000000018584081641991264,
+	-0.00000000000018439635783208455, -0.000000000000050975305847756365,
+	0.00000000000002556653719141734,
+};
 
 static float vtpu_logf(float x)
 {
@@ -376,33 +353,148 @@ static float vtpu_rsqrtf(float x)
 	return (float)(1 / __builtin_sqrt((double)x));
 }
 
-/* tanh |x| = 1 - 2 / (e^2|x| + 1), odd; its Taylor series near 0. */
-static float vtpu_tanhf(float x)
-{
-	double a = vtpu_absf(x), r;
+/*
+ * EXP, TANH, SIGMOID and GELU run on vectors of VTPU_DW doubles. Each
+ * lane does the IEEE operations written here, in this order, whatever
+ * the vector width, and every element of a row goes through the vector
+ * code, its tail padded: results do not depend on the build (the unit
+ * tests compare the builds bit for bit). Special inputs are settled per
+ * lane after the vector work, which they enter replaced by 0 or 1.
+ */
+#define VTPU_DW			(VTPU_VW / 2)
+#define VTPU_VD double __attribute__((vector_size(VTPU_DW * 8)))
+#define VTPU_VL long long __attribute__((vector_size(VTPU_DW * 8)))
 
-	if (x != x)
-		return x + x;
-	if (a < 0.000244140625)
-		r = a - a * a * a / 3;
-	else if (a > 10)
-		r = 1;
-	else
-		r = 1 - 2 / (vtpu_exp(2 * a) + 1);
-	return vtpu_signbit(x) ? (float)-r : (float)r;
+static __always_inline VTPU_VD vtpu_vsel(VTPU_VL m, VTPU_VD a, VTPU_VD b)
+{
+	return (VTPU_VD)(((VTPU_VL)a & m) | ((VTPU_VL)b & ~m));
 }
 
-static float vtpu_sigmoidf(float x)
+static __always_inline VTPU_VD vtpu_vload_d(const double *p)
 {
-	double t = x;
+	VTPU_VD v;
 
-	if (x != x)
-		return x + x;
-	if (t > 200)
-		t = 200;
-	if (t < -200)
-		t = -200;
-	return (float)(1 / (1 + vtpu_exp(-t)));
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* vtpu_exp(), lane by lane. */
+static __always_inline VTPU_VD vtpu_vexp(VTPU_VD x)
+{
+	VTPU_VD s = x * VTPU_LOG2E + VTPU_ROUND_MAGIC;
+	VTPU_VD n = s - VTPU_ROUND_MAGIC, r, p;
+	VTPU_VL e = (VTPU_VL)s - VTPU_ROUND_BITS;
+	u32 i;
+
+	r = (x - n * VTPU_LN2_HI) - n * VTPU_LN2_LO;
+	p = (VTPU_VD){} + vtpu_exp_poly[0];
+	for (i = 1; i < ARRAY_SIZE(vtpu_exp_poly); i++)
+		p = p * r + vtpu_exp_poly[i];
+	return p * (VTPU_VD)((e + 1023) << 52);
+}
+
+/* Clenshaw's recurrence for sum c[i] T_i(x), |x| <= 1. */
+static __always_inline VTPU_VD vtpu_vchebyshev(const double *c, u32 n,
+					       VTPU_VD x)
+{
+	VTPU_VD b1 = {}, b2 = {}, t;
+	u32 i;
+
+	for (i = n - 1; i > 0; i--) {
+		t = 2.0 * x * b1 - b2 + c[i];
+		b2 = b1;
+		b1 = t;
+	}
+	return x * b1 - b2 + c[0];
+}
+
+/* erfcx(t), t >= 0; a series only some lanes need is skipped if none do. */
+static __always_inline VTPU_VD vtpu_verfcx(VTPU_VD t)
+{
+	VTPU_VL near = t <= 2.0;
+	bool any_near = false, any_far = false;
+	VTPU_VD a, b;
+	u32 l;
+
+	for (l = 0; l < VTPU_DW; l++) {
+		any_near |= near[l] != 0;
+		any_far |= near[l] == 0;
+	}
+	if (!any_far)
+		return vtpu_vchebyshev(vtpu_erfcx_near,
+				       ARRAY_SIZE(vtpu_erfcx_near), t - 1.0);
+	b = vtpu_vchebyshev(vtpu_erfcx_far, ARRAY_SIZE(vtpu_erfcx_far),
+			    4.0 / t - 1.0) / t;
+	if (!any_near)
+		return b;
+	a = vtpu_vchebyshev(vtpu_erfcx_near, ARRAY_SIZE(vtpu_erfcx_near),
+			    t - 1.0);
+	return vtpu_vsel(near, a, b);
+}
+
+static __always_inline void vtpu_vexpf(float *y, const float *x)
+{
+	double in[VTPU_DW];
+	VTPU_VD v;
+	u32 l;
+
+	for (l = 0; l < VTPU_DW; l++)
+		in[l] = x[l] >= -104 && x[l] <= 89 ? x[l] : 0;
+	v = vtpu_vexp(vtpu_vload_d(in));
+	for (l = 0; l < VTPU_DW; l++) {
+		if (x[l] != x[l])
+			y[l] = x[l] + x[l];
+		else if (x[l] > 89)
+			y[l] = vtpu_bitsf(VTPU_F32_INF);
+		else if (x[l] < -104)
+			y[l] = 0;
+		else
+			y[l] = vtpu_narrow(v[l]);
+	}
+}
+
+/* tanh |x| = 1 - 2 / (e^2|x| + 1), odd; its Taylor series near 0. */
+static __always_inline void vtpu_vtanhf(float *y, const float *x)
+{
+	double in[VTPU_DW], a, r;
+	VTPU_VD v;
+	u32 l;
+
+	for (l = 0; l < VTPU_DW; l++) {
+		a = vtpu_absf(x[l]);
+		in[l] = a >= 0.000244140625 && a <= 10 ? 2 * a : 0;
+	}
+	v = 1.0 - 2.0 / (vtpu_vexp(vtpu_vload_d(in)) + 1.0);
+	for (l = 0; l < VTPU_DW; l++) {
+		a = vtpu_absf(x[l]);
+		if (x[l] != x[l]) {
+			y[l] = x[l] + x[l];
+			continue;
+		}
+		if (a < 0.000244140625)
+			r = a - a * a * a / 3;
+		else if (a > 10)
+			r = 1;
+		else
+			r = v[l];
+		y[l] = vtpu_signbit(x[l]) ? (float)-r : (float)r;
+	}
+}
+
+static __always_inline void vtpu_vsigmoidf(float *y, const float *x)
+{
+	double in[VTPU_DW];
+	VTPU_VD v;
+	u32 l;
+
+	for (l = 0; l < VTPU_DW; l++) {
+		double t = x[l] != x[l] ? 0 : x[l];
+
+		in[l] = t > 200 ? 200 : t < -200 ? -200 : t;
+	}
+	v = 1.0 / (1.0 + vtpu_vexp(-vtpu_vload_d(in)));
+	for (l = 0; l < VTPU_DW; l++)
+		y[l] = x[l] != x[l] ? x[l] + x[l] : (float)v[l];
 }
 
 /*
@@ -411,19 +503,65 @@ static float vtpu_sigmoidf(float x)
  * terms deep into the negative tail, where the result underflows only
  * below x = -14.
  */
-static float vtpu_geluf(float x)
+static __always_inline void vtpu_vgeluf(float *y, const float *x)
 {
-	double t, q;
+	double in[VTPU_DW];
+	VTPU_VD t, q;
+	u32 l;
 
-	if (x != x)
-		return x + x;
-	if (x > 10)
-		return x;
-	if (x < -15)
-		return -0.0f;
-	t = (double)vtpu_absf(x) * VTPU_SQRT1_2;
-	q = 0.5 * vtpu_exp(-t * t) * vtpu_erfcx(t);
-	return (float)(x * (x < 0 ? q : 1 - q));
+	for (l = 0; l < VTPU_DW; l++)
+		in[l] = x[l] >= -15 && x[l] <= 10 ?
+			(double)vtpu_absf(x[l]) * VTPU_SQRT1_2 : 1;
+	t = vtpu_vload_d(in);
+	q = 0.5 * vtpu_vexp(-t * t) * vtpu_verfcx(t);
+	for (l = 0; l < VTPU_DW; l++) {
+		if (x[l] != x[l])
+			y[l] = x[l] + x[l];
+		else if (x[l] > 10)
+			y[l] = x[l];
+		else if (x[l] < -15)
+			y[l] = -0.0f;
+		else
+			y[l] = (float)(x[l] * (x[l] < 0 ? q[l] : 1 - q[l]));
+	}
+}
+
+static __always_inline void vtpu_vunary(u8 sub, float *y, const float *x)
+{
+	switch (sub) {
+	case VTPU_UNARY_EXP:
+		vtpu_vexpf(y, x);
+		break;
+	case VTPU_UNARY_TANH:
+		vtpu_vtanhf(y, x);
+		break;
+	case VTPU_UNARY_SIGMOID:
+		vtpu_vsigmoidf(y, x);
+		break;
+	default:
+		vtpu_vgeluf(y, x);
+		break;
+	}
+}
+
+/* A row of EXP, TANH, SIGMOID or GELU; @d may be @a. */
+static __always_inline void vtpu_vunary_loop(u8 sub, float *d, const float *a,
+					     u32 n)
+{
+	float x[VTPU_DW], y[VTPU_DW];
+	u32 j, l;
+
+	for (j = 0; j + VTPU_DW <= n; j += VTPU_DW) {
+		memcpy(x, a + j, sizeof(x));
+		vtpu_vunary(sub, y, x);
+		memcpy(d + j, y, sizeof(y));
+	}
+	if (j == n)
+		return;
+	for (l = 0; l < VTPU_DW; l++)
+		x[l] = j + l < n ? a[j + l] : 0;
+	vtpu_vunary(sub, y, x);
+	memcpy(d + j, y, (n - j) * sizeof(*d));
 }
 
 /* C99 powf() special cases; otherwise e^(y ln|x|) with the sign of x^y. */
@@ -480,8 +618,6 @@ static __always_inline float vtpu_unary_fn(u8 sub, float x)
 		return vtpu_negf(x);
 	case VTPU_UNARY_ABS:
 		return vtpu_absf(x);
-	case VTPU_UNARY_EXP:
-		return vtpu_expf(x);
 	case VTPU_UNARY_LOG:
 		return vtpu_logf(x);
 	case VTPU_UNARY_SQRT:
@@ -490,14 +626,8 @@ static __always_inline float vtpu_unary_fn(u8 sub, float x)
 		return vtpu_rsqrtf(x);
 	case VTPU_UNARY_RECIP:
 		return 1 / x;
-	case VTPU_UNARY_TANH:
-		return vtpu_tanhf(x);
-	case VTPU_UNARY_SIGMOID:
-		return vtpu_sigmoidf(x);
 	case VTPU_UNARY_RELU:
 		return vtpu_maxf(x, 0);
-	case VTPU_UNARY_GELU:
-		return vtpu_geluf(x);
 	}
 	return x;	/* VTPU_UNARY_COPY */
 }
@@ -521,7 +651,7 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
 		vtpu_unary_loop(VTPU_UNARY_ABS, d, a, n);
 		break;
 	case VTPU_UNARY_EXP:
-		vtpu_unary_loop(VTPU_UNARY_EXP, d, a, n);
+		vtpu_vunary_loop(VTPU_UNARY_EXP, d, a, n);
 		break;
 	case VTPU_UNARY_LOG:
 		vtpu_unary_loop(VTPU_UNARY_LOG, d, a, n);
@@ -536,16 +666,16 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
 		vtpu_unary_loop(VTPU_UNARY_RECIP, d, a, n);
 		break;
 	case VTPU_UNARY_TANH:
-		vtpu_unary_loop(VTPU_UNARY_TANH, d, a, n);
+		vtpu_vunary_loop(VTPU_UNARY_TANH, d, a, n);
 		break;
 	case VTPU_UNARY_SIGMOID:
-		vtpu_unary_loop(VTPU_UNARY_SIGMOID, d, a, n);
+		vtpu_vunary_loop(VTPU_UNARY_SIGMOID, d, a, n);
 		break;
 	case VTPU_UNARY_RELU:
 		vtpu_unary_loop(VTPU_UNARY_RELU, d, a, n);
 		break;
 	case VTPU_UNARY_GELU:
-		vtpu_unary_loop(VTPU_UNARY_GELU, d, a, n);
+		vtpu_vunary_loop(VTPU_UNARY_GELU, d, a, n);
 		break;
 	case VTPU_UNARY_COPY:
 		vtpu_unary_loop(VTPU_UNARY_COPY, d, a, n);

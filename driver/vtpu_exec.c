@@ -278,12 +278,13 @@ static double vtpu_exp(double x)
  * sqrt2], f = m - 1, s = f / (2 + f) and ln m = 2 atanh s =
  * f - s (f - R(s^2)), R the tail of the atanh series.
  */
+static const double vtpu_log_poly[] = {
+	2.0 / 21, 2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
+	2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3,
+};
+
 static double vtpu_log(double x)
 {
-	static const double c[] = {
-		2.0 / 21, 2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11,
-		2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3,
-	};
 	u64 u = vtpu_dbits(x);
 	int e = (int)(u >> 52) - 1023;
 	double m, f, s, z, r;
@@ -297,9 +298,9 @@ static double vtpu_log(double x)
 	f = m - 1;
 	s = f / (2 + f);
 	z = s * s;
-	r = c[0];
-	for (i = 1; i < ARRAY_SIZE(c); i++)
-		r = r * z + c[i];
+	r = vtpu_log_poly[0];
+	for (i = 1; i < ARRAY_SIZE(vtpu_log_poly); i++)
+		r = r * z + vtpu_log_poly[i];
 	r *= z;
 	return e * VTPU_LN2_HI + (e * VTPU_LN2_LO + (f - s * (f - r)));
 }
@@ -335,26 +336,13 @@ static const double vtpu_erfcx_far[] = {
 	0.00000000000002556653719141734,
 };
 
-static float vtpu_logf(float x)
-{
-	if (x != x)
-		return x + x;
-	if (x < 0)
-		return vtpu_bitsf(VTPU_F32_QNAN);
-	if (x == 0)
-		return -vtpu_bitsf(VTPU_F32_INF);
-	if (vtpu_fbits(x) == VTPU_F32_INF)
-		return x;
-	return (float)vtpu_log(x);
-}
-
 static float vtpu_rsqrtf(float x)
 {
 	return (float)(1 / __builtin_sqrt((double)x));
 }
 
 /*
- * EXP, TANH, SIGMOID and GELU run on vectors of VTPU_DW doubles. Each
+ * EXP, LOG, TANH, SIGMOID and GELU run on vectors of VTPU_DW doubles. Each
  * lane does the IEEE operations written here, in this order, whatever
  * the vector width, and every element of a row goes through the vector
  * code, its tail padded: results do not depend on the build (the unit
@@ -391,6 +379,32 @@ static __always_inline VTPU_VD vtpu_vexp(VTPU_VD x)
 	for (i = 1; i < ARRAY_SIZE(vtpu_exp_poly); i++)
 		p = p * r + vtpu_exp_poly[i];
 	return p * (VTPU_VD)((e + 1023) << 52);
+}
+
+/*
+ * vtpu_log(), lane by lane, for normal x > 0. The exponent becomes a
+ * double exactly through 2^52 + e's bits, minus 2^52.
+ */
+static __always_inline VTPU_VD vtpu_vlog(VTPU_VD x)
+{
+	VTPU_VL u = (VTPU_VL)x, big;
+	VTPU_VL e = (u >> 52) - 1023;
+	VTPU_VD m, f, s, z, r, ed;
+	u32 i;
+
+	m = (VTPU_VD)((u & 0x000fffffffffffffll) | 0x3ff0000000000000ll);
+	big = m > VTPU_SQRT2;
+	m = vtpu_vsel(big, m * 0.5, m);
+	e -= big;	/* a true lane is -1 */
+	ed = (VTPU_VD)(e + 0x4330000000000000ll) - 4503599627370496.0;
+	f = m - 1.0;
+	s = f / (2.0 + f);
+	z = s * s;
+	r = (VTPU_VD){} + vtpu_log_poly[0];
+	for (i = 1; i < ARRAY_SIZE(vtpu_log_poly); i++)
+		r = r * z + vtpu_log_poly[i];
+	r *= z;
+	return ed * VTPU_LN2_HI + (ed * VTPU_LN2_LO + (f - s * (f - r)));
 }
 
 /* Clenshaw's recurrence for sum c[i] T_i(x), |x| <= 1. */
@@ -450,6 +464,29 @@ static __always_inline void vtpu_vexpf(float *y, const float *x)
 			y[l] = 0;
 		else
 			y[l] = vtpu_narrow(v[l]);
+	}
+}
+
+static __always_inline void vtpu_vlogf(float *y, const float *x)
+{
+	double in[VTPU_DW];
+	VTPU_VD v;
+	u32 l;
+
+	for (l = 0; l < VTPU_DW; l++)
+		in[l] = x[l] > 0 && vtpu_fbits(x[l]) < VTPU_F32_INF ? x[l] : 1;
+	v = vtpu_vlog(vtpu_vload_d(in));
+	for (l = 0; l < VTPU_DW; l++) {
+		if (x[l] != x[l])
+			y[l] = x[l] + x[l];
+		else if (x[l] < 0)
+			y[l] = vtpu_bitsf(VTPU_F32_QNAN);
+		else if (x[l] == 0)
+			y[l] = -vtpu_bitsf(VTPU_F32_INF);
+		else if (vtpu_fbits(x[l]) == VTPU_F32_INF)
+			y[l] = x[l];
+		else
+			y[l] = (float)v[l];
 	}
 }
 
@@ -532,6 +569,9 @@ static __always_inline void vtpu_vunary(u8 sub, float *y, const float *x)
 	case VTPU_UNARY_EXP:
 		vtpu_vexpf(y, x);
 		break;
+	case VTPU_UNARY_LOG:
+		vtpu_vlogf(y, x);
+		break;
 	case VTPU_UNARY_TANH:
 		vtpu_vtanhf(y, x);
 		break;
@@ -544,7 +584,7 @@ static __always_inline void vtpu_vunary(u8 sub, float *y, const float *x)
 	}
 }
 
-/* A row of EXP, TANH, SIGMOID or GELU; @d may be @a. */
+/* A row of EXP, LOG, TANH, SIGMOID or GELU; @d may be @a. */
 static __always_inline void vtpu_vunary_loop(u8 sub, float *d, const float *a,
 					     u32 n)
 {
@@ -618,8 +658,6 @@ static __always_inline float vtpu_unary_fn(u8 sub, float x)
 		return vtpu_negf(x);
 	case VTPU_UNARY_ABS:
 		return vtpu_absf(x);
-	case VTPU_UNARY_LOG:
-		return vtpu_logf(x);
 	case VTPU_UNARY_SQRT:
 		return __builtin_sqrtf(x);
 	case VTPU_UNARY_RSQRT:
@@ -654,7 +692,7 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
 		vtpu_vunary_loop(VTPU_UNARY_EXP, d, a, n);
 		break;
 	case VTPU_UNARY_LOG:
-		vtpu_unary_loop(VTPU_UNARY_LOG, d, a, n);
+		vtpu_vunary_loop(VTPU_UNARY_LOG, d, a, n);
 		break;
 	case VTPU_UNARY_SQRT:
 		vtpu_unary_loop(VTPU_UNARY_SQRT, d, a, n);

@@ -127,13 +127,14 @@ static void ring_cqe(struct kf_ring *ring, struct io_uring_cqe *cqe)
 				kf_wait_one(f->fds[0], s.job_id,
 					 (int64_t)((kf_now() + 5) * 1e9), &status);
 			/*
-			 * Still open (issue 11 note): the driver now keeps
-			 * its own SQE copy on -EAGAIN, yet valid io_uring
-			 * submits still fail now and then. Reported on every
-			 * run, not counted as a failure until it is found.
+			 * Every such failure seen had gone to a ring's
+			 * registered file after its slot was reopened, which
+			 * kfuzz used to judge against the new file: now a
+			 * contract violation, with what to replay it by.
 			 */
-			fprintf(stderr, "kfuzz: known issue: ");
-			fprintf(stderr, "io_uring SUBMIT of a valid request: -EINVAL (ring %d flags %#x, user_data %llu, sqe flags %#x, %s, job %u, %u bindings, profile %u, program %s; as an ioctl now: %d, job status %d)",
+			kf_contract("io_uring SUBMIT of a valid request failed with -EINVAL");
+			fprintf(stderr, "kfuzz: the request: ");
+			fprintf(stderr, "ring %d flags %#x, user_data %llu, sqe flags %#x, %s, job %u, %u bindings, profile %u, program %s; as an ioctl now: %d, job status %d",
 				    (int)(ring - kf.rings), ring->flags,
 				    (unsigned long long)cqe->user_data,
 				    q->sqe_flags,

@@ -301,7 +301,12 @@ static int profile_buffer(struct vtpu_event *ev)
 			  &ev->prof);
 	if (ret)
 		return ret;
-	memset(ev->prof->map, 0, RT_PROFILE_BYTES);
+	/*
+	 * The header only: it says whether the job reached a core and how
+	 * many records follow, and only those are read. Clearing all 64 KiB
+	 * cost every run 1,024 cache lines.
+	 */
+	memset(ev->prof->map, 0, sizeof(struct drm_vtpu_profile));
 	ev->job.profile_bo = ev->prof->bo;
 	ev->job.profile_size = RT_PROFILE_BYTES;
 	return 0;

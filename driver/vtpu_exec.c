@@ -383,7 +383,8 @@ static __always_inline VTPU_VD vtpu_vexp(VTPU_VD x)
 
 /*
  * vtpu_log(), lane by lane, for normal x > 0. The exponent becomes a
- * double exactly through 2^52 + e's bits, minus 2^52.
+ * double exactly through the bits of 1.5 * 2^52 + e, minus 1.5 * 2^52
+ * (from 2^52 a negative e would fall into the binade below).
  */
 static __always_inline VTPU_VD vtpu_vlog(VTPU_VD x)
 {
@@ -396,7 +397,7 @@ static __always_inline VTPU_VD vtpu_vlog(VTPU_VD x)
 	big = m > VTPU_SQRT2;
 	m = vtpu_vsel(big, m * 0.5, m);
 	e -= big;	/* a true lane is -1 */
-	ed = (VTPU_VD)(e + 0x4330000000000000ll) - 4503599627370496.0;
+	ed = (VTPU_VD)(e + VTPU_ROUND_BITS) - VTPU_ROUND_MAGIC;
 	f = m - 1.0;
 	s = f / (2.0 + f);
 	z = s * s;

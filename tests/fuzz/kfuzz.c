@@ -10,7 +10,7 @@
  *   vtpu-kfuzz [--seed N] [--seconds N] [--ops N] [--verbose]
  *              [--no FAMILY,...] [--enomem-ok] [--failslab PCT]
  *              [--unload MODULE] [--log FILE] [--keep-going]
- *              [--core-bugs] [--check-gen N]
+ *              [--core-bugs] [--no-defer-taskrun] [--check-gen N]
  *
  * --enomem-ok (or KFUZZ_ENOMEM_OK=1) accepts -ENOMEM from any call, for
  * runs under fault injection; --failslab PCT sets that up for this
@@ -18,7 +18,12 @@
  * unload the module at the end while a sync_file holds one of its job
  * fences: it must refuse. --core-bugs also makes the calls that hit
  * known bugs of DRM's core in 6.12 on accel files (see kf_big_count()
- * and kf_op_raw()). --check-gen N only checks, without a device, that
+ * and kf_op_raw()). --no-defer-taskrun sets up no DEFER_TASKRUN ring:
+ * on a lockdep kernel, 6.12's io_uring warns (io_lockdep_assert_cq_locked
+ * in io_ring_exit_work) whenever such a ring's fd is closed with commands
+ * in flight while its task lives, whoever the driver (check-debug uses
+ * it; the production kernel has no such assertion and keeps fuzzing
+ * them). --check-gen N only checks, without a device, that
  * the program generator and the validator agree.
  *
  * Each operation draws its choices from its own generator, seeded by
@@ -988,7 +993,7 @@ static void usage(const char *argv0)
 		"usage: %s [--seed N] [--seconds N] [--ops N] [--verbose]\n"
 		"          [--no FAMILY,...] [--enomem-ok] [--failslab PCT]\n"
 		"          [--unload MODULE] [--log FILE] [--keep-going]\n"
-		"          [--core-bugs] [--check-gen N]\n"
+		"          [--core-bugs] [--no-defer-taskrun] [--check-gen N]\n"
 		"families:", argv0);
 	for (i = 0; i < KF_FAM_NR; i++)
 		fprintf(stderr, " %s", fam_names[i]);
@@ -1031,6 +1036,7 @@ static void parse_args(int argc, char **argv, bool *keep_going,
 		{ "keep-going", no_argument, NULL, 'k' },
 		{ "check-gen", required_argument, NULL, 'g' },
 		{ "core-bugs", no_argument, NULL, 'c' },
+		{ "no-defer-taskrun", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1065,6 +1071,7 @@ static void parse_args(int argc, char **argv, bool *keep_going,
 		case 'k': *keep_going = true; break;
 		case 'g': *check = strtoull(optarg, NULL, 0); break;
 		case 'c': kf.core_bugs = true; break;
+		case 'd': kf.no_defer_taskrun = true; break;
 		default: usage(argv[0]);
 		}
 	}

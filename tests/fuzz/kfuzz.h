@@ -197,6 +197,7 @@ struct kf {
 	double seconds;
 	bool verbose;
 	bool enomem_ok;
+	bool no_defer_taskrun;	/* --no-defer-taskrun */
 	bool fam_off[KF_FAM_NR];
 	const char *unload;	/* module to try to unload with a live fence */
 	int log_fd;

@@ -54,6 +54,9 @@ static void ring_setup(struct kf_rng *r)
 	if (!ring)
 		return;
 	p.flags = variants[kf_below(r, 10)];
+	if (kf.no_defer_taskrun && (p.flags & IORING_SETUP_DEFER_TASKRUN))
+		p.flags &= ~(IORING_SETUP_DEFER_TASKRUN |
+			     IORING_SETUP_SINGLE_ISSUER);
 	p.sq_thread_idle = 10;
 	ret = io_uring_queue_init_params(8u << kf_below(r, 3), &ring->ring, &p);
 	kf_note(" setup ring %d flags %#x -> %d", (int)(ring - kf.rings),

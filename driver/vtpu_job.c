@@ -858,9 +858,10 @@ static int vtpu_job_chain(struct vtpu_job *job, struct drm_file *file,
 	/*
 	 * Whatever may sleep comes before the plug is looked up, or between
 	 * two lookups: a task that sleeps flushes its plug, which runs
-	 * vtpu_plug_unplug() and frees the plug.
+	 * vtpu_plug_unplug() and frees the plug. The out-syncobj and its
+	 * node are held until the chain is pushed (vtpu_job_publish()), or
+	 * dropped by vtpu_job_free().
 	 */
-	/* Held until the chain is pushed; vtpu_job_free() drops them. */
 	ret = vtpu_job_get_out_sync(job, file, args, &job->out_sync,
 				    &job->out_chain);
 	if (ret)

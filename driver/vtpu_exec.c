@@ -214,11 +214,26 @@ static inline bool vtpu_signbit(float x)
 	return vtpu_fbits(x) >> 31;
 }
 
+/*
+ * The NaN an operation of @x and @y gives when one of them is NaN: @x
+ * quieted if it is one, else @y quieted (x86's rule, spelt out: the
+ * compiler may swap the operands of a commutative operation); @r, the
+ * operation's result, otherwise.
+ */
+static inline float vtpu_nan2(float x, float y, float r)
+{
+	if (x != x)
+		return vtpu_bitsf(vtpu_fbits(x) | 0x00400000);
+	if (y != y)
+		return vtpu_bitsf(vtpu_fbits(y) | 0x00400000);
+	return r;
+}
+
 /* IEEE 754-2019 maximum: NaN wins, -0 < +0. */
 static inline float vtpu_maxf(float x, float y)
 {
 	if (x != x || y != y)
-		return x + y;
+		return vtpu_nan2(x, y, 0);
 	if (x == y)
 		return vtpu_bitsf(vtpu_fbits(x) & vtpu_fbits(y));
 	return x > y ? x : y;
@@ -227,7 +242,7 @@ static inline float vtpu_maxf(float x, float y)
 static inline float vtpu_minf(float x, float y)
 {
 	if (x != x || y != y)
-		return x + y;
+		return vtpu_nan2(x, y, 0);
 	if (x == y)
 		return vtpu_bitsf(vtpu_fbits(x) | vtpu_fbits(y));
 	return x < y ? x : y;
@@ -615,7 +630,7 @@ static float vtpu_powf(float x, float y)
 	if (y == 0 || x == 1)
 		return 1;
 	if (x != x || y != y)
-		return x + y;
+		return vtpu_nan2(x, y, 0);
 	if (vtpu_fbits(ay) == VTPU_F32_INF) {
 		if (ax == 1)
 			return 1;
@@ -648,6 +663,100 @@ static float vtpu_powf(float x, float y)
 }
 
 /*
+ * The cheap elementwise functions on VTPU_VW f32 lanes. Each lane does
+ * the scalar function's one IEEE operation (or its compares and bit
+ * selections), so a vector gives the scalar code's bits whatever the
+ * width; a row's tail runs the scalar code.
+ */
+static __always_inline VTPU_VF vtpu_vldf(const float *p)
+{
+	VTPU_VF v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static __always_inline void vtpu_vstf(float *p, VTPU_VF v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static __always_inline VTPU_VF vtpu_vsplatf(float x)
+{
+	VTPU_VF v;
+	int l;
+
+	for (l = 0; l < VTPU_VW; l++)
+		v[l] = x;
+	return v;
+}
+
+/* m ? a : b, lane by lane (m all ones or all zeros) */
+static __always_inline VTPU_VF vtpu_vblend(VTPU_VI m, VTPU_VF a, VTPU_VF b)
+{
+	return (VTPU_VF)(((VTPU_VI)a & m) | ((VTPU_VI)b & ~m));
+}
+
+/* vtpu_nan2() on lanes. */
+static __always_inline VTPU_VF vtpu_vnan2(VTPU_VF x, VTPU_VF y, VTPU_VF r)
+{
+	const VTPU_VI quiet = (VTPU_VI){ 0 } + 0x00400000;
+
+	r = vtpu_vblend(y != y, (VTPU_VF)((VTPU_VI)y | quiet), r);
+	return vtpu_vblend(x != x, (VTPU_VF)((VTPU_VI)x | quiet), r);
+}
+
+/* vtpu_maxf() (@max) or vtpu_minf() on lanes. */
+static __always_inline VTPU_VF vtpu_vmaxmin(bool max, VTPU_VF x, VTPU_VF y)
+{
+	VTPU_VI eq = x == y;
+	VTPU_VF r, z;
+
+	if (max) {
+		r = vtpu_vblend(x > y, x, y);
+		z = (VTPU_VF)((VTPU_VI)x & (VTPU_VI)y);
+	} else {
+		r = vtpu_vblend(x < y, x, y);
+		z = (VTPU_VF)((VTPU_VI)x | (VTPU_VI)y);
+	}
+	return vtpu_vnan2(x, y, vtpu_vblend(eq, z, r));
+}
+
+static __always_inline VTPU_VF vtpu_vbinary_fn(u8 sub, VTPU_VF x, VTPU_VF y)
+{
+	switch (sub) {
+	case VTPU_BINARY_ADD:
+		return vtpu_vnan2(x, y, x + y);
+	case VTPU_BINARY_SUB:
+		return x - y;
+	case VTPU_BINARY_MUL:
+		return vtpu_vnan2(x, y, x * y);
+	case VTPU_BINARY_DIV:
+		return x / y;
+	case VTPU_BINARY_MAX:
+		return vtpu_vmaxmin(true, x, y);
+	}
+	return vtpu_vmaxmin(false, x, y);	/* VTPU_BINARY_MIN */
+}
+
+static __always_inline VTPU_VI vtpu_vcmp_fn(u8 sub, VTPU_VF x, VTPU_VF y)
+{
+	switch (sub) {
+	case VTPU_CMP_EQ:
+		return x == y;
+	case VTPU_CMP_NE:
+		return x != y;
+	case VTPU_CMP_LT:
+		return x < y;
+	case VTPU_CMP_LE:
+		return x <= y;
+	case VTPU_CMP_GT:
+		return x > y;
+	}
+	return x >= y;	/* VTPU_CMP_GE */
+}
+
+/*
  * Elementwise rows. Each *_fn() is inlined into a loop specialised for
  * one function, so the dispatchers switch once per row, not once per
  * element.
@@ -674,9 +783,34 @@ static __always_inline float vtpu_unary_fn(u8 sub, float x)
 static __always_inline void vtpu_unary_loop(u8 sub, float *d, const float *a,
 					    u32 n)
 {
-	u32 j;
+	const VTPU_VI sign = (VTPU_VI)vtpu_vsplatf(-0.0f);
+	VTPU_VF x, zero = { 0 };
+	u32 j = 0;
 
-	for (j = 0; j < n; j++)
+	for (; j + VTPU_VW <= n; j += VTPU_VW) {
+		x = vtpu_vldf(a + j);
+		switch (sub) {
+		case VTPU_UNARY_NEG:
+			x = (VTPU_VF)((VTPU_VI)x ^ sign);
+			break;
+		case VTPU_UNARY_ABS:
+			x = (VTPU_VF)((VTPU_VI)x & ~sign);
+			break;
+		case VTPU_UNARY_RECIP:
+			x = 1 / x;
+			break;
+		case VTPU_UNARY_RELU:
+			x = vtpu_vmaxmin(true, x, zero);
+			break;
+		case VTPU_UNARY_COPY:
+			break;
+		default:	/* SQRT, RSQRT: scalar */
+			goto scalar;
+		}
+		vtpu_vstf(d + j, x);
+	}
+scalar:
+	for (; j < n; j++)
 		d[j] = vtpu_unary_fn(sub, a[j]);
 }
 
@@ -726,11 +860,11 @@ static __always_inline float vtpu_binary_fn(u8 sub, float x, float y)
 {
 	switch (sub) {
 	case VTPU_BINARY_ADD:
-		return x + y;
+		return vtpu_nan2(x, y, x + y);
 	case VTPU_BINARY_SUB:
 		return x - y;
 	case VTPU_BINARY_MUL:
-		return x * y;
+		return vtpu_nan2(x, y, x * y);
 	case VTPU_BINARY_DIV:
 		return x / y;
 	case VTPU_BINARY_MAX:
@@ -765,13 +899,24 @@ static __always_inline bool vtpu_cmp_fn(u8 sub, float x, float y)
 static __always_inline void vtpu_binary_loop(u8 sub, float *d, const float *a,
 					     const float *b, u32 bs, u32 n)
 {
-	u32 j;
+	VTPU_VF bv;
+	u32 j = 0;
 
+	if (sub != VTPU_BINARY_POW && bs) {
+		for (; j + VTPU_VW <= n; j += VTPU_VW)
+			vtpu_vstf(d + j, vtpu_vbinary_fn(sub, vtpu_vldf(a + j),
+							 vtpu_vldf(b + j)));
+	} else if (sub != VTPU_BINARY_POW) {
+		bv = vtpu_vsplatf(b[0]);
+		for (; j + VTPU_VW <= n; j += VTPU_VW)
+			vtpu_vstf(d + j, vtpu_vbinary_fn(sub, vtpu_vldf(a + j),
+							 bv));
+	}
 	if (bs) {
-		for (j = 0; j < n; j++)
+		for (; j < n; j++)
 			d[j] = vtpu_binary_fn(sub, a[j], b[j]);
 	} else {
-		for (j = 0; j < n; j++)
+		for (; j < n; j++)
 			d[j] = vtpu_binary_fn(sub, a[j], b[0]);
 	}
 }
@@ -807,13 +952,20 @@ static void vtpu_binary_row(u8 sub, float *d, const float *a, const float *b,
 static __always_inline void vtpu_cmp_loop(u8 sub, float *d, const float *a,
 					  const float *b, u32 bs, u32 n)
 {
-	u32 j;
+	const VTPU_VI one = (VTPU_VI)vtpu_vsplatf(1.0f);
+	VTPU_VF bv = vtpu_vsplatf(b[0]), y;
+	u32 j = 0;
 
+	for (; j + VTPU_VW <= n; j += VTPU_VW) {
+		y = bs ? vtpu_vldf(b + j) : bv;
+		vtpu_vstf(d + j, (VTPU_VF)(vtpu_vcmp_fn(sub, vtpu_vldf(a + j), y) &
+					   one));
+	}
 	if (bs) {
-		for (j = 0; j < n; j++)
+		for (; j < n; j++)
 			d[j] = vtpu_cmp_fn(sub, a[j], b[j]) ? 1.0f : 0.0f;
 	} else {
-		for (j = 0; j < n; j++)
+		for (; j < n; j++)
 			d[j] = vtpu_cmp_fn(sub, a[j], b[0]) ? 1.0f : 0.0f;
 	}
 }
@@ -847,9 +999,15 @@ static void vtpu_cmp_row(u8 sub, float *d, const float *a, const float *b,
 static void vtpu_select_row(float *d, const float *a, const float *b, u32 bs,
 			    u32 n)
 {
-	u32 j;
+	VTPU_VF bv = vtpu_vsplatf(b[0]), zero = { 0 }, c;
+	u32 j = 0;
 
-	for (j = 0; j < n; j++)
+	for (; j + VTPU_VW <= n; j += VTPU_VW) {
+		c = vtpu_vldf(d + j);
+		vtpu_vstf(d + j, vtpu_vblend(c != zero, vtpu_vldf(a + j),
+					     bs ? vtpu_vldf(b + j) : bv));
+	}
+	for (; j < n; j++)
 		d[j] = d[j] != 0 ? a[j] : b[j * bs];
 }
 

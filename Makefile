@@ -75,6 +75,9 @@ GEN := $(BUILD)/gen
 ONNX_PROTO := /usr/include/onnx/onnx.proto
 ONNX_GEN := $(GEN)/onnx.pb-c.c $(GEN)/onnx.pb-c.h
 CC_CFLAGS += -I$(GEN)
+# The compile cache keys programs by the compiler that made them: a hash
+# of its sources, so a changed compiler never reuses an old program.
+BUILD_ID_H := $(GEN)/vtpu_build_id.h
 CC_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj/cc/%.o,$(CC_SRCS)) \
 	$(BUILD)/obj/cc/onnx.pb-c.o
 CC_SAN_OBJS := $(patsubst compiler/%.c,$(BUILD)/obj-san/cc/%.o,$(CC_SRCS)) \
@@ -202,7 +205,7 @@ FUZZ_LINK = clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 
 # The HLO parser; `make fuzz` runs it.
 $(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDRS) \
-		$(ONNX_GEN)
+		$(ONNX_GEN) $(BUILD_ID_H)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 
@@ -215,7 +218,7 @@ fuzz: $(HLO_FUZZ)
 # The ONNX frontend and the compiler behind it, seeded with every model
 # of ONNX's test data (copied: libFuzzer adds to its first directory).
 $(ONNX_FUZZ): tests/fuzz/onnx_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) \
-		$(EXEC_HDRS) $(ONNX_GEN)
+		$(EXEC_HDRS) $(ONNX_GEN) $(BUILD_ID_H)
 	@mkdir -p $(@D)
 	$(FUZZ_LINK)
 
@@ -297,6 +300,7 @@ TSAN_BIN := $(BUILD)/tests/unit/rt_api_tsan
 tests: $(KSFT_BINS) $(UNIT_BINS) $(E2E_BINS) $(EXAMPLE) $(TSAN_BIN)
 
 $(TSAN_BIN): tests/unit/rt_api.c $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) $(ONNX_GEN) \
+		$(BUILD_ID_H) \
 		$(RT_HDRS) $(CC_HDRS) $(EXEC_HDRS) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -O1 -fsanitize=thread -ffp-contract=off \
@@ -395,6 +399,13 @@ install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL) python-build
 $(ONNX_GEN) &: $(ONNX_PROTO)
 	@mkdir -p $(GEN)
 	protoc-c --c_out=$(GEN) -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+
+$(BUILD_ID_H): $(CC_SRCS) $(CC_HDRS) uapi/drm/vtpu_isa.h uapi/drm/vtpu_isa_ops.h
+	@mkdir -p $(GEN)
+	@printf '#define VTPU_COMPILER_BUILD "%s"\n' \
+		"$$(cat $^ | sha256sum | cut -c1-16)" > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/cc/cache.o $(BUILD)/obj-san/cc/cache.o: $(BUILD_ID_H)
 
 $(BUILD)/obj/cc/%.o: compiler/%.c $(CC_HDRS) $(EXEC_HDRS) Makefile | $(ONNX_GEN)
 	@mkdir -p $(@D)

@@ -55,6 +55,12 @@
 #include "ir.h"
 
 #define VTPU_COMPILER_VERSION	"2"	/* 2: weights apart from the code */
+/* The hash of the compiler's sources (Makefile); builds without it share one. */
+#if __has_include("vtpu_build_id.h")
+#include "vtpu_build_id.h"
+#else
+#define VTPU_COMPILER_BUILD	"unknown"
+#endif
 #define CACHE_FORMAT		2
 #define CACHE_HDR_SIZE		64
 #define CACHE_MAX_PAYLOAD	(1ull << 32)	/* sanity bound when reading */
@@ -136,8 +142,10 @@ void graph_hash(const struct ir_graph *g, const struct vtpu_device_params *dev,
 
 	XXH3_INITSTATE(st);
 	XXH3_128bits_reset(st);
-	XXH3_128bits_update(st, "vtpu-compiler " VTPU_COMPILER_VERSION,
-			    sizeof("vtpu-compiler " VTPU_COMPILER_VERSION));
+	XXH3_128bits_update(st, "vtpu-compiler " VTPU_COMPILER_VERSION " "
+			    VTPU_COMPILER_BUILD,
+			    sizeof("vtpu-compiler " VTPU_COMPILER_VERSION " "
+				   VTPU_COMPILER_BUILD));
 	h_u64(st, dev->vmem_size);
 	h_u64(st, dev->num_cores);
 	h_u64(st, dev->hbm_size);

@@ -199,7 +199,8 @@ static int kernel_has_code(const struct ir_graph *g, const int *nodes, int nn)
 	for (i = 0; i < nn; i++) {
 		enum ir_op op = g->nodes[nodes[i]].op;
 
-		if (op != OP_PARAM && op != OP_CONST && op != OP_RESHAPE)
+		if (op != OP_PARAM && op != OP_CONST && op != OP_RESHAPE &&
+		    !g->nodes[nodes[i]].virt)
 			return 1;
 	}
 	return 0;
@@ -227,6 +228,8 @@ static void gen_kernel(struct cg *c, const int *nodes, int nn, int id)
 		gen_pad(c, nodes[0]);
 	else if (nn == 1 && n->op == OP_GATHER)
 		gen_gather(c, nodes[0]);
+	else if (nn == 1 && n->op == OP_P_DWCONV)
+		gen_dwconv(c, nodes[0]);
 	else
 		gen_fused(c, nodes, nn);
 }

@@ -59,6 +59,7 @@ static double node_flops(const struct ir_graph *g, const struct ir_node *n)
 	case OP_DOT:
 		return 2 * out * dot_k(g, n);
 	case OP_CONV:	/* w is OIHW with I = C / groups already */
+	case OP_P_DWCONV:
 		return 2 * out * w->dims[1] * w->dims[2] * w->dims[3];
 	case OP_REDUCE:
 	case OP_P_REDUCE_LAST:
@@ -71,17 +72,20 @@ static double node_flops(const struct ir_graph *g, const struct ir_node *n)
 	}
 }
 
-/* Nodes that produce no kernel: bindings, constants and aliases. */
+/* Nodes that produce no kernel: bindings, constants, aliases, views. */
 static bool no_kernel(const struct ir_node *n)
 {
 	return n->op == OP_PARAM || n->op == OP_CONST ||
-	       n->op == OP_RESHAPE || n->op == OP_DEAD;
+	       n->op == OP_RESHAPE || n->op == OP_DEAD || n->virt;
 }
 
-/* RESHAPE is an alias: reading one reads its operand's buffer. */
+/*
+ * RESHAPE is an alias and a virtual view is read through: reading one
+ * reads its operand's buffer.
+ */
 static int storage_of(const struct ir_graph *g, int v)
 {
-	while (g->nodes[v].op == OP_RESHAPE)
+	while (g->nodes[v].op == OP_RESHAPE || g->nodes[v].virt)
 		v = g->nodes[v].in[0];
 	return v;
 }

@@ -714,6 +714,7 @@ static int ev_node(struct ev *ev, const struct ir_node *n,
 	case OP_DOT:
 		return ev_dot(ev, n, out);
 	case OP_CONV:
+	case OP_P_DWCONV:
 		return ev_conv(ev, n, out);
 	case OP_REDUCE:
 		return ev_reduce(ev, n, out);

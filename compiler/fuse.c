@@ -22,6 +22,16 @@
  *   - PARAM, CONST and other RESHAPEs emit nothing and stay alone.
  * A kernel is thus a tree whose non-root nodes have exactly one use,
  * inside it, and no cycle between kernels can form.
+ *
+ * Then broadcasts: a P_COPY that repeats its source (a bias over the
+ * channels, a scalar bound of a clip) read only by elementwise nodes
+ * becomes virtual (node.virt) when every reader's kernel can load it as
+ * the ISA broadcasts an operand: a scalar, or one value per row or the
+ * same row for all rows of the kernel's [rows, w] view. A matmul's
+ * kernel has w = N; a chain takes the w its first virtual operand needs
+ * (node.kw on its root) and other operands must agree. A virtual
+ * P_COPY emits no code and takes no memory, so a broadcast costs no
+ * pass over HBM.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -119,6 +129,160 @@ static void fuse_node(struct ir_graph *g, struct fuse *f, int i)
 		}
 }
 
+/*
+ * ir_bcast_class(): dims [lo, hi) of @v of size > 1, innermost first,
+ * address their elements linearly: *@step apart (0 when all have size 1).
+ */
+static bool linear_dims(const struct ir_node *n, int lo, int hi, int64_t *step)
+{
+	int64_t next = 0;
+	bool first = true;
+	int k;
+
+	*step = 0;
+	for (k = hi - 1; k >= lo; k--) {
+		if (n->shape.dims[k] == 1)
+			continue;
+		if (first)
+			*step = n->a.view.stride[k];
+		else if (n->a.view.stride[k] != next)
+			return false;
+		next = n->a.view.stride[k] * n->shape.dims[k];
+		first = false;
+	}
+	return true;
+}
+
+static bool zero_strides(const struct ir_node *n, int lo, int hi)
+{
+	int k;
+
+	for (k = lo; k < hi; k++)
+		if (n->shape.dims[k] != 1 && n->a.view.stride[k])
+			return false;
+	return true;
+}
+
+enum ir_bcast ir_bcast_class(const struct ir_graph *g, int v, int64_t w,
+			     int64_t *rstride)
+{
+	const struct ir_node *n = &g->nodes[v];
+	int r = n->shape.rank, j = r;
+	int64_t prod = 1, step;
+
+	*rstride = 0;
+	if (n->op != OP_P_COPY)
+		return BC_NONE;
+	if (zero_strides(n, 0, r))
+		return BC_SCALAR;
+	while (j > 0 && prod < w)
+		prod *= n->shape.dims[--j];
+	if (prod != w || w < 1)
+		return BC_NONE;
+	if (zero_strides(n, j, r) && linear_dims(n, 0, j, &step) && step > 0) {
+		*rstride = step;
+		return BC_COL;
+	}
+	if (zero_strides(n, 0, j) && linear_dims(n, j, r, &step) && step == 1)
+		return BC_ROW;
+	return BC_NONE;
+}
+
+/* A P_COPY that reads some element more than once: a stride-0 dimension. */
+static bool is_broadcast(const struct ir_node *n)
+{
+	int k;
+
+	if (n->op != OP_P_COPY || !shape_elems(&n->shape))
+		return false;
+	for (k = 0; k < n->shape.rank; k++)
+		if (n->shape.dims[k] > 1 && !n->a.view.stride[k])
+			return true;
+	return false;
+}
+
+/*
+ * The row width a chain kernel needs for broadcast @v: the narrowest
+ * [rows, w] view where @v is BC_ROW or BC_COL; 0 for a scalar (any
+ * width), -1 when there is none.
+ */
+static int64_t chain_width(const struct ir_graph *g, int v)
+{
+	const struct ir_node *n = &g->nodes[v];
+	int64_t w = 1, st;
+	int j;
+
+	if (ir_bcast_class(g, v, 1, &st) == BC_SCALAR)
+		return 0;
+	for (j = n->shape.rank - 1; j > 0; j--) {
+		if (n->shape.dims[j] == 1)
+			continue;
+		w *= n->shape.dims[j];
+		if (ir_bcast_class(g, v, w, &st) != BC_NONE)
+			return w;
+	}
+	return -1;
+}
+
+/* The row width @v needs in kernel @root (0: any), or -1: it cannot. */
+static int64_t width_in(const struct ir_graph *g, const struct fuse *f,
+			int root, int v)
+{
+	int64_t w, st;
+
+	if (f->mm[root] >= 0) {
+		w = g->nodes[f->mm[root]].shape.dims[2];
+		return ir_bcast_class(g, v, w, &st) != BC_NONE ? w : -1;
+	}
+	if (g->nodes[root].kw)
+		return ir_bcast_class(g, v, g->nodes[root].kw, &st) != BC_NONE ?
+		       g->nodes[root].kw : -1;
+	return chain_width(g, v);
+}
+
+static bool is_output(const struct ir_graph *g, int v)
+{
+	int k;
+
+	for (k = 0; k < g->nout; k++)
+		if (g->outputs[k] == v)
+			return true;
+	return false;
+}
+
+/*
+ * Marks the broadcasts every reader can load as an operand (node.virt)
+ * and records the widths chains need (node.kw of their roots). Readers
+ * come after @v, so one scan per broadcast finds them all.
+ */
+static void virtual_views(struct ir_graph *g, struct fuse *f)
+{
+	int v, i, k, root;
+	bool ok;
+
+	for (v = 0; v < g->n; v++) {
+		if (!is_broadcast(&g->nodes[v]) || is_output(g, v))
+			continue;
+		ok = true;
+		for (i = v + 1; i < g->n && ok; i++)
+			for (k = 0; k < g->nodes[i].nin && ok; k++)
+				if (g->nodes[i].in[k] == v)
+					ok = is_ew(&g->nodes[i]) &&
+					     width_in(g, f, find(f->root, i), v) >= 0;
+		if (!ok)
+			continue;
+		g->nodes[v].virt = true;
+		for (i = v + 1; i < g->n; i++)
+			for (k = 0; k < g->nodes[i].nin; k++) {
+				if (g->nodes[i].in[k] != v)
+					continue;
+				root = find(f->root, i);
+				if (f->mm[root] < 0 && !g->nodes[root].kw)
+					g->nodes[root].kw = width_in(g, f, root, v);
+			}
+	}
+}
+
 int pass_fuse(struct ir_graph *g, bool enable)
 {
 	struct fuse f;
@@ -140,9 +304,13 @@ int pass_fuse(struct ir_graph *g, bool enable)
 		f.root[i] = i;
 		f.lo[i] = i;
 		f.mm[i] = g->nodes[i].op == OP_P_MATMUL ? i : -1;
+		g->nodes[i].virt = false;
+		g->nodes[i].kw = 0;
 		if (enable && is_ew(&g->nodes[i]))
 			fuse_node(g, &f, i);
 	}
+	if (enable)
+		virtual_views(g, &f);
 	for (i = 0; i < g->n; i++)
 		g->nodes[i].kernel = find(f.root, i);
 	free(f.mm);

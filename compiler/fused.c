@@ -15,6 +15,12 @@
  * or kept outside the kernel are stored as soon as they are computed.
  * Compute is f32: bf16 data are converted by DMA and results of bf16
  * nodes rounded to bf16 in VMEM, s32 data are converted in VMEM.
+ *
+ * A virtual broadcast operand (fuse.c) is loaded as what it repeats, a
+ * 1x1, rows x 1 or 1 x cols tile (or not at all: a scalar constant is an
+ * immediate), and used through the ISA's broadcast flags; where an
+ * instruction cannot take it as operand b, it is first expanded into a
+ * full tile in VMEM.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,8 +40,15 @@ struct fk {
 	int *slot;		/* per owner: its slot */
 	int nslots, tmp;	/* tmp: the conversion slot, or -1 */
 	int64_t slot_elems;
-	/* the current tile */
-	int64_t rows, cols;
+	/* the current tile, in a view of rows @rowlen elements long */
+	int64_t rows, cols, rowlen;
+};
+
+/* An operand of an instruction: a tile, or a broadcast (VTPU_F_BCAST_*). */
+struct opnd {
+	struct vtpu_tile t;
+	uint16_t bc;
+	uint32_t imm;
 };
 
 static const struct vtpu_tile none;
@@ -45,9 +58,77 @@ static struct vtpu_tile slot_tile(const struct fk *k, int s, uint8_t dt)
 	return vtile(s * k->slot_elems * 4, k->rows, k->cols, k->cols, dt);
 }
 
+static bool is_virt(const struct fk *k, int v)
+{
+	return k->c->g->nodes[v].virt;
+}
+
+/* The f32 bits of a virtual scalar whose source is a constant, if it is. */
+static bool view_imm(const struct fk *k, int v, uint32_t *bits)
+{
+	const struct ir_graph *g = k->c->g;
+	const struct ir_node *n = &g->nodes[v], *src;
+	int64_t st;
+	float f;
+
+	if (!n->virt || ir_bcast_class(g, v, 1, &st) != BC_SCALAR)
+		return false;
+	src = &g->nodes[node_root(g, n->in[0])];
+	if (src->op != OP_CONST)
+		return false;
+	switch (src->shape.type) {
+	case VTPU_F32:
+		memcpy(bits, (const float *)src->a.cst.data + n->a.view.offset,
+		       4);
+		return true;
+	case VTPU_BF16:
+		*bits = (uint32_t)((const uint16_t *)src->a.cst.data)
+				[n->a.view.offset] << 16;
+		return true;
+	case VTPU_PRED:
+		f = ((const uint8_t *)src->a.cst.data)[n->a.view.offset] ?
+		    1.0f : 0.0f;
+		memcpy(bits, &f, 4);
+		return true;
+	default:
+		return false;	/* s32: loaded and converted as in memory */
+	}
+}
+
+/* Value @v as an operand of the current tile. */
+static struct opnd opnd(const struct fk *k, int v)
+{
+	struct vtpu_tile t = slot_tile(k, k->slot[k->owner[v]], VTPU_DT_F32);
+	struct opnd o = { .t = t };
+	int64_t st;
+
+	if (!is_virt(k, v))
+		return o;
+	if (view_imm(k, v, &o.imm)) {
+		o.t = none;
+		o.bc = VTPU_F_BCAST_IMM;
+		return o;
+	}
+	switch (ir_bcast_class(k->c->g, v, k->rowlen, &st)) {
+	case BC_COL:
+		o.t = vtile(t.addr, k->rows, 1, 1, VTPU_DT_F32);
+		o.bc = VTPU_F_BCAST_COL;
+		break;
+	case BC_ROW:
+		o.t = vtile(t.addr, 1, k->cols, k->cols, VTPU_DT_F32);
+		o.bc = VTPU_F_BCAST_ROW;
+		break;
+	default:	/* fuse.c made no other kind virtual */
+		o.t = vtile(t.addr, 1, 1, 1, VTPU_DT_F32);
+		o.bc = VTPU_F_BCAST_SCALAR;
+		break;
+	}
+	return o;
+}
+
 static struct vtpu_tile val_tile(const struct fk *k, int v)
 {
-	return slot_tile(k, k->slot[k->owner[v]], VTPU_DT_F32);
+	return opnd(k, v).t;
 }
 
 /* Parameters and constants are memory, whatever kernel they are given. */
@@ -144,6 +225,10 @@ static void assign_slots(struct fk *k, const int *last, const int *def)
 			if (used[s] && last[held[s]] < t)
 				used[s] = 0;
 		for (i = 0; i < k->next && !t; i++) {
+			uint32_t bits;
+
+			if (view_imm(k, k->ext[i], &bits))
+				continue;	/* an immediate: no slot */
 			s = take_slot(used, &k->nslots);
 			k->slot[k->ext[i]] = s;
 			held[s] = k->ext[i];
@@ -172,6 +257,9 @@ static int needs_tmp(const struct fk *k)
 
 		if (n->op == OP_CONVERT || n->shape.type == VTPU_BF16 ||
 		    n->shape.type == VTPU_S32)
+			return 1;
+		/* SELECT's a cannot broadcast: expanded there */
+		if (n->op == OP_SELECT && is_virt(k, n->in[1]))
 			return 1;
 	}
 	return 0;
@@ -221,12 +309,43 @@ static void round_bf16(struct fk *k, struct vtpu_tile d)
 	emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, d, t, none);
 }
 
+/* What virtual view @x repeats for the tile at @elem. */
+static void load_view(struct fk *k, int x, int64_t elem)
+{
+	const struct ir_node *n = &k->c->g->nodes[x];
+	struct loc l = loc_of(k->c, n->in[0]);
+	struct opnd o = opnd(k, x);
+	int64_t es = dt_size(l.dt), at = n->a.view.offset, st;
+	struct vtpu_tile s = o.t;
+
+	if (o.bc == VTPU_F_BCAST_IMM)
+		return;
+	if (ir_bcast_class(k->c->g, x, k->rowlen, &st) == BC_COL)
+		at += elem / k->rowlen * st;
+	else if (o.bc == VTPU_F_BCAST_ROW)
+		at += elem % k->rowlen;
+	if (l.dt == VTPU_DT_S32)
+		s.dtype = VTPU_DT_S32;
+	emit_dma(&k->c->e, 0, s, l.binding, l.off + at * es,
+		 (o.bc == VTPU_F_BCAST_COL ? st : s.cols) * es, l.dt);
+	if (l.dt == VTPU_DT_S32)
+		emit_op(&k->c->e, VTPU_OP_CONVERT, 0, 0, 0, o.t, s, none);
+}
+
 static void load(struct fk *k, int x, int64_t elem, int64_t rowlen)
 {
-	struct loc l = loc_of(k->c, x);
-	int es = dt_size(l.dt);
-	struct vtpu_tile t = val_tile(k, x), s = t;
+	struct loc l;
+	int es;
+	struct vtpu_tile t, s;
 
+	if (is_virt(k, x)) {
+		load_view(k, x, elem);
+		return;
+	}
+	l = loc_of(k->c, x);
+	es = dt_size(l.dt);
+	t = val_tile(k, x);
+	s = t;
 	if (l.dt == VTPU_DT_S32) {
 		s.dtype = VTPU_DT_S32;
 		emit_dma(&k->c->e, 0, s, l.binding, l.off + elem * es,
@@ -304,33 +423,88 @@ static void gen_convert(struct fk *k, const struct ir_node *n,
 	emit_op(&k->c->e, VTPU_OP_UNARY, VTPU_UNARY_COPY, 0, 0, d, a, none);
 }
 
+/*
+ * @o as a full tile: @d itself, filled with it (-0 + x is x for every
+ * x, zeros' signs included); @o itself when it is one already.
+ */
+static struct vtpu_tile expand(struct fk *k, struct vtpu_tile d, struct opnd o)
+{
+	if (!o.bc)
+		return o.t;
+	if (o.bc == VTPU_F_BCAST_IMM) {
+		emit_op(&k->c->e, VTPU_OP_FILL, 0, 0, o.imm, d, none, none);
+		return d;
+	}
+	emit_op(&k->c->e, VTPU_OP_FILL, 0, 0, 0x80000000u, d, none, none);
+	emit_op(&k->c->e, VTPU_OP_BINARY, VTPU_BINARY_ADD, o.bc, 0, d, d, o.t);
+	return d;
+}
+
+/*
+ * The function that gives a f b as b f' a, for an operand a that
+ * broadcasts; -1: none (SUB, DIV, POW).
+ */
+static int swapped(uint8_t op, uint8_t sub)
+{
+	static const int8_t cmp[VTPU_CMP_NR] = {
+		[VTPU_CMP_EQ] = VTPU_CMP_EQ, [VTPU_CMP_NE] = VTPU_CMP_NE,
+		[VTPU_CMP_LT] = VTPU_CMP_GT, [VTPU_CMP_LE] = VTPU_CMP_GE,
+		[VTPU_CMP_GT] = VTPU_CMP_LT, [VTPU_CMP_GE] = VTPU_CMP_LE,
+	};
+
+	if (op == VTPU_OP_CMP)
+		return cmp[sub];
+	return sub == VTPU_BINARY_ADD || sub == VTPU_BINARY_MUL ||
+	       sub == VTPU_BINARY_MAX || sub == VTPU_BINARY_MIN ? sub : -1;
+}
+
+static void compute_binary(struct fk *k, const struct ir_node *n,
+			   struct vtpu_tile d)
+{
+	uint8_t op = n->op == OP_COMPARE ? VTPU_OP_CMP : VTPU_OP_BINARY;
+	uint8_t sub = n->op == OP_COMPARE ? n->a.cmp.dir : binary_fn(n->op);
+	struct opnd a = opnd(k, n->in[0]), b = opnd(k, n->in[1]), t;
+
+	if (a.bc && !b.bc && swapped(op, sub) >= 0) {
+		sub = swapped(op, sub);
+		t = a;
+		a = b;
+		b = t;
+	}
+	emit_op(&k->c->e, op, sub, b.bc, b.imm, d, expand(k, d, a),
+		b.bc == VTPU_F_BCAST_IMM ? none : b.t);
+}
+
 static void compute(struct fk *k, int v)
 {
 	const struct ir_node *n = &k->c->g->nodes[v];
-	struct vtpu_tile d = val_tile(k, v), a, b, p;
+	struct vtpu_tile d = val_tile(k, v), a;
 	struct emit *e = &k->c->e;
+	struct opnd p, b;
 
-	a = val_tile(k, n->in[0]);
 	switch (ir_ops[n->op].kind) {
 	case K_EW1:
+		a = expand(k, d, opnd(k, n->in[0]));
 		if (n->op == OP_CONVERT)
 			gen_convert(k, n, d, a);
 		else
 			emit_op(e, VTPU_OP_UNARY, unary_fn(n->op), 0, 0, d, a, none);
 		break;
 	case K_EW2:
-		b = val_tile(k, n->in[1]);
-		if (n->op == OP_COMPARE)
-			emit_op(e, VTPU_OP_CMP, n->a.cmp.dir, 0, 0, d, a, b);
-		else
-			emit_op(e, VTPU_OP_BINARY, binary_fn(n->op), 0, 0, d, a, b);
+		compute_binary(k, n, d);
 		break;
 	case K_EW3:	/* SELECT: the condition is the destination */
-		p = a;
-		a = val_tile(k, n->in[1]);
-		b = val_tile(k, n->in[2]);
-		emit_op(e, VTPU_OP_UNARY, VTPU_UNARY_COPY, 0, 0, d, p, none);
-		emit_op(e, VTPU_OP_SELECT, 0, 0, 0, d, a, b);
+		p = opnd(k, n->in[0]);
+		if (p.bc)
+			expand(k, d, p);
+		else
+			emit_op(e, VTPU_OP_UNARY, VTPU_UNARY_COPY, 0, 0, d, p.t,
+				none);
+		a = expand(k, slot_tile(k, k->tmp, VTPU_DT_F32),
+			   opnd(k, n->in[1]));
+		b = opnd(k, n->in[2]);
+		emit_op(e, VTPU_OP_SELECT, 0, b.bc, b.imm, d, a,
+			b.bc == VTPU_F_BCAST_IMM ? none : b.t);
 		break;
 	}
 	if (n->shape.type == VTPU_BF16)
@@ -349,6 +523,7 @@ static void body(struct fk *k, int64_t elem, int64_t rowlen)
 {
 	int i, v;
 
+	k->rowlen = rowlen;
 	for (i = 0; i < k->next; i++)
 		load(k, k->ext[i], elem, rowlen);
 	if (k->mm >= 0 && stored(k, k->mm))
@@ -365,15 +540,43 @@ static void body(struct fk *k, int64_t elem, int64_t rowlen)
 
 /* ---- elementwise chains ------------------------------------------------- */
 
+/*
+ * The chain as rows of @kw elements (its virtual operands broadcast
+ * along them), in tiles of up to @per elements: whole rows, or pieces
+ * of one when a row is longer than that.
+ */
+static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
+{
+	int64_t nrows = n / kw, wc, tr, r, c0;
+
+	wc = kw < per ? kw : per;
+	wc = wc < CG_TILE_DIM ? wc : CG_TILE_DIM;
+	tr = per / wc;
+	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
+	k->slot_elems = per;
+	for (r = 0; r < nrows; r += tr)
+		for (c0 = 0; c0 < kw; c0 += wc) {
+			k->rows = nrows - r < tr ? nrows - r : tr;
+			k->cols = kw - c0 < wc ? kw - c0 : wc;
+			body(k, r * kw + c0, kw);
+		}
+}
+
 static void gen_chain(struct fk *k, int64_t n)
 {
-	int64_t per = k->c->vmem / 4 / k->nslots, w, full, rest, tr, r;
+	int64_t per = k->c->vmem / 4 / (k->nslots ? k->nslots : 1), w, full,
+		rest, tr, r;
+	int64_t kw = k->key >= 0 ? k->c->g->nodes[k->key].kw : 0;
 
 	if (per > CG_TILE_ELEMS)
 		per = CG_TILE_ELEMS;
 	if (per < 1) {
 		cg_fail(k->c, ENOSPC, "elementwise kernel: %d values do not fit VMEM",
 			k->nslots);
+		return;
+	}
+	if (kw) {
+		gen_rows(k, n, kw, per);
 		return;
 	}
 	w = n < 1024 ? n : 1024;

@@ -408,7 +408,8 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 			}
 		return 0;
 	}
-	case OP_CONV: {
+	case OP_CONV:
+	case OP_P_DWCONV: {
 		const struct vtpu_conv_params *p = &n->a.conv;
 
 		if (x->rank != 4 || y->rank != 4 || !is_float(x->type) ||
@@ -436,6 +437,11 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 				return ir_error(g, EINVAL, "CONV: bad window in dimension %d",
 						i);
 			s->dims[2 + i] = (in - kext) / p->stride[i] + 1;
+		}
+		if (n->op == OP_P_DWCONV) {
+			if (p->groups != x->dims[1] || y->dims[0] != x->dims[1])
+				return ir_error(g, EINVAL, "P_DWCONV: wants one kernel per channel");
+			s->type = VTPU_F32;
 		}
 		return 0;
 	}
@@ -629,6 +635,7 @@ int ir_attr_words(const struct ir_graph *g, const struct ir_node *n,
 		k += put_ints(w + k, n->a.dot.rhs_contract, nc);
 		break;
 	case OP_CONV:
+	case OP_P_DWCONV:
 		k += put_ints(w + k, n->a.conv.stride, 2);
 		k += put_ints(w + k, n->a.conv.pad_lo, 2);
 		k += put_ints(w + k, n->a.conv.pad_hi, 2);
@@ -735,6 +742,10 @@ void ir_dump(const struct ir_graph *g, FILE *f, const char *title)
 			fprintf(f, " name=%s", n->name);
 		if (n->kernel >= 0)
 			fprintf(f, " kernel=%d", n->kernel);
+		if (n->virt)
+			fprintf(f, " virtual");
+		if (n->kw)
+			fprintf(f, " width=%lld", (long long)n->kw);
 		if (n->arena != A_NONE)
 			fprintf(f, " arena=%d offset=%lld", n->arena,
 				(long long)n->offset);

@@ -13,7 +13,7 @@
  *   high level  what the builder and the frontends produce
  *   primitive   what lower.c turns everything into and codegen.c emits:
  *               elementwise ops, P_MATMUL, P_REDUCE_LAST, P_COPY, CONCAT,
- *               PAD, GATHER, RESHAPE (an alias), PARAM, CONST
+ *               PAD, GATHER, P_DWCONV, RESHAPE (an alias), PARAM, CONST
  */
 #ifndef VTPU_IR_H
 #define VTPU_IR_H
@@ -76,6 +76,7 @@
 	X(P_REDUCE_LAST,  1,   K_OTHER, 1) \
 	X(P_COPY,         1,   K_OTHER, 1) \
 	X(GATHER,         2,   K_OTHER, 1) \
+	X(P_DWCONV,       2,   K_OTHER, 1) \
 	X(DEAD,           0,   K_OTHER, 0)
 
 enum ir_op {
@@ -118,6 +119,8 @@ struct ir_node {
 		struct { int dims[VTPU_MAX_RANK]; } bcast;
 		struct { int perm[VTPU_MAX_RANK]; } transpose;
 		struct vtpu_dot_dims dot;
+		/* CONV; P_DWCONV: a CONV with one kernel per channel
+		 * (groups = channels), result f32 */
 		struct vtpu_conv_params conv;
 		struct { enum vtpu_reduce_op op; uint32_t axes; } reduce;
 		struct { int axis; } softmax;	/* and LOG_SOFTMAX */
@@ -147,6 +150,13 @@ struct ir_node {
 
 	/* Set by passes. */
 	int kernel;		/* fusion: id of the kernel it belongs to */
+	/*
+	 * fusion: a broadcast P_COPY that is never materialised: every
+	 * reader loads its source through the view (fused.c)
+	 */
+	bool virt;
+	int64_t kw;		/* fusion, on a kernel's root: the row width
+				 * its virtual operands need, 0: any */
 	int64_t offset;		/* plan: byte offset in its arena */
 	int arena;		/* plan: enum ir_arena */
 	int uses;		/* users, counted by ir_count_uses() */
@@ -244,6 +254,16 @@ int pass_cse(struct ir_graph *g);
 int pass_dce(struct ir_graph *g);
 int pass_lower(struct ir_graph *g);	/* lower.c: to primitive ops */
 int pass_fuse(struct ir_graph *g, bool enable);	/* sets node.kernel */
+
+/*
+ * How the elements of broadcast P_COPY @v, taken as rows of @w
+ * (row-major), come from its source: one element for all (BC_SCALAR),
+ * one per row, *@rstride elements apart (BC_COL), or the same @w
+ * consecutive elements for every row (BC_ROW). BC_NONE: none of these.
+ */
+enum ir_bcast { BC_NONE, BC_SCALAR, BC_ROW, BC_COL };
+enum ir_bcast ir_bcast_class(const struct ir_graph *g, int v, int64_t w,
+			     int64_t *rstride);
 
 /* ---- tile.c, plan.c, codegen.c, emit.c, cost.c -------------------------- */
 

@@ -318,6 +318,33 @@ static int conv_pad(struct ir_graph *g, int x, const struct vtpu_conv_params *p)
 }
 
 /*
+ * A depthwise CONV (one kernel per channel, as MobileNet's) is P_DWCONV:
+ * as a matmul it would be C products of one row each, after an im2col
+ * copy KH*KW times the input's size; codegen's own kernel multiplies
+ * shifted windows of the input in VMEM instead (dwconv.c).
+ */
+static bool is_depthwise(struct ir_graph *g, const struct ir_node *n)
+{
+	const struct vtpu_shape *ks = shape_of(g, n->in[1]);
+
+	return n->a.conv.groups == shape_of(g, n->in[0])->dims[1] &&
+	       ks->dims[0] == n->a.conv.groups && ks->dims[1] == 1;
+}
+
+static int lower_dwconv(struct ir_graph *g, const struct ir_node *n)
+{
+	struct vtpu_shape s = n->shape;
+	int id;
+
+	s.type = VTPU_F32;
+	id = ir_add(g, OP_P_DWCONV, &s, 2, n->in);
+	if (id < 0)
+		return id;
+	g->nodes[id].a.conv = n->a.conv;
+	return add_convert(g, id, n->shape.type);
+}
+
+/*
  * CONV as one matmul batched over the groups: the kernel [O, C/g, KH, KW]
  * is [g, O/g, C/g*KH*KW] in memory, the im2col view [g, C/g*KH*KW,
  * N*OH*OW]; their product is [O, N, OH, OW], transposed to NCHW (only a
@@ -338,6 +365,8 @@ static int lower_conv(struct ir_graph *g, const struct ir_node *n)
 	static const int nchw[4] = { 1, 0, 2, 3 };
 	int in[2], id;
 
+	if (is_depthwise(g, n))
+		return lower_dwconv(g, n);
 	id = conv_pad(g, n->in[0], p);
 	if (id < 0)
 		return id;

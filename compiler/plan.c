@@ -316,6 +316,14 @@ static uint64_t lower_bound(const struct buf *bufs, int n, int nk)
 	return lb;
 }
 
+/* The buffer reading @v reads: a virtual view's is its source's. */
+static int read_root(const struct ir_graph *g, int v)
+{
+	int r = node_root(g, v);
+
+	return g->nodes[r].virt ? node_root(g, g->nodes[r].in[0]) : r;
+}
+
 /* Liveness of each scratch root, in kernel positions. */
 static int collect_scratch(struct ir_graph *g, const int *knum, int nk,
 			   const uint8_t *out_copy, struct buf *bufs)
@@ -335,7 +343,7 @@ static int collect_scratch(struct ir_graph *g, const int *knum, int nk,
 			int j;
 
 			for (j = 0; j < g->nodes[i].nin; j++)
-				if (node_root(g, g->nodes[i].in[j]) == bufs[k].v &&
+				if (read_root(g, g->nodes[i].in[j]) == bufs[k].v &&
 				    knum[i] > bufs[k].last)
 					bufs[k].last = knum[i];
 		}
@@ -416,7 +424,8 @@ static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
 			n->offset = 0;
 		} else if (n->op == OP_CONST) {
 			place_const(n, &coff, &woff);
-		} else if (n->op == OP_RESHAPE || n->arena == A_OUTPUT) {
+		} else if (n->op == OP_RESHAPE || n->arena == A_OUTPUT ||
+			   n->virt) {
 			continue;
 		} else if (needs_memory(g, i)) {
 			n->arena = A_SCRATCH;

@@ -112,4 +112,7 @@ void gen_concat(struct cg *c, int v);
 void gen_pad(struct cg *c, int v);
 void gen_gather(struct cg *c, int v);
 
+/* dwconv.c */
+void gen_dwconv(struct cg *c, int v);
+
 #endif /* VTPU_PLAN_H */

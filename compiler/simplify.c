@@ -12,6 +12,7 @@
  *   transpose(transpose(x))                       -> one transpose, or x
  *   transpose by the identity permutation         -> x
  *   convert to x's own type                       -> x
+ *   a P_COPY whose view is x's own row-major order -> reshape(x)
  *   select(all-true, a, b) -> a, select(all-false, a, b) -> b,
  *   select(p, a, a) -> a
  *
@@ -137,6 +138,28 @@ static int simplify_select(const struct ir_graph *g, const struct ir_node *n)
 	return -1;
 }
 
+/*
+ * Whether P_COPY @n reads its operand's elements in their own order,
+ * each once: its view is the row-major one (size-1 dims aside).
+ */
+static bool copy_is_reshape(const struct ir_graph *g, const struct ir_node *n)
+{
+	int64_t want = 1;
+	int k;
+
+	if (n->a.view.offset ||
+	    shape_elems(&n->shape) != shape_elems(&g->nodes[n->in[0]].shape))
+		return false;
+	for (k = n->shape.rank - 1; k >= 0; k--) {
+		if (n->shape.dims[k] == 1)
+			continue;
+		if (n->a.view.stride[k] != want)
+			return false;
+		want *= n->shape.dims[k];
+	}
+	return true;
+}
+
 /* The value node @n can be replaced by, or -1. May rewrite @n in place. */
 static int simplify_node(struct ir_graph *g, struct ir_node *n)
 {
@@ -164,6 +187,12 @@ static int simplify_node(struct ir_graph *g, struct ir_node *n)
 		return simplify_transpose(g, n);
 	case OP_SELECT:
 		return simplify_select(g, n);
+	case OP_P_COPY:
+		if (!copy_is_reshape(g, n))
+			return -1;
+		n->op = OP_RESHAPE;
+		memset(&n->a, 0, sizeof(n->a));
+		return simplify_reshape(g, n);
 	default:
 		return -1;
 	}

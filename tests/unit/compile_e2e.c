@@ -404,6 +404,150 @@ TEST(conv2d_strides_padding_dilation_groups)
 	}
 }
 
+/*
+ * Depthwise convolutions (one kernel per channel) have a kernel of their
+ * own, P_DWCONV (compiler/dwconv.c): random windows, strides that differ
+ * between the axes, dilations, padding on any side, channel counts past
+ * its chunk of 256, bf16, and a VMEM so small that bands hold a row or
+ * two. Each must lower to P_DWCONV, not to the matmul.
+ */
+TEST(depthwise_conv_every_window)
+{
+	static const int64_t chans[] = { 1, 3, 17, 300 };
+	int it, i;
+
+	rng = 4242;
+	for (it = 0; it < 48; it++) {
+		struct vtpu_conv_params p = { 0 };
+		int64_t xi[4], ki[4], ext;
+		enum vtpu_type t = it % 5 == 4 ? VTPU_BF16 : VTPU_F32;
+		struct vtpu_shape sx, sk;
+		struct vtpu_graph *g;
+		struct ir_graph *low;
+		int x, k, y, n = 0;
+
+		xi[0] = 1 + it % 2;
+		xi[1] = chans[it % 4];
+		ki[0] = xi[1];
+		ki[1] = 1;
+		p.groups = xi[1];
+		for (i = 0; i < 2; i++) {
+			ki[2 + i] = 1 + (it / 4 + 3 * i) % 5;
+			p.stride[i] = 1 + (it / (2 + i)) % 3;
+			p.dilation[i] = 1 + (it / 7 + i) % 2;
+			p.pad_lo[i] = (it + i) % 3;
+			p.pad_hi[i] = (it / 3 + i) % 3;
+			ext = (ki[2 + i] - 1) * p.dilation[i] + 1;
+			/* 300 channels: small images keep the reference quick */
+			xi[2 + i] = xi[1] == 300 ? 6 : 1 + (it * 7 + 5 * i) % 19;
+			if (xi[2 + i] + p.pad_lo[i] + p.pad_hi[i] < ext)
+				xi[2 + i] = ext;
+		}
+		sx = f32(4, xi);
+		sk = f32(4, ki);
+		sx.type = sk.type = t;
+		g = vtpu_graph_new();
+		x = vtpu_g_parameter(g, 0, &sx, "x");
+		k = vtpu_g_parameter(g, 1, &sk, "k");
+		y = vtpu_g_conv2d(g, x, k, &p);
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(0, g->ir.errcode) TH_LOG("%s", g->ir.err);
+		low = ir_clone(&g->ir);
+		ASSERT_NE(NULL, low);
+		ASSERT_EQ(0, pass_lower(low));
+		for (i = 0; i < low->n; i++)
+			n += low->nodes[i].op == OP_P_DWCONV;
+		vtpu_graph_free((struct vtpu_graph *)low);
+		EXPECT_EQ(1, n);
+		TH_LOG("case %d: x %lldx%lldx%lldx%lld k %lldx%lld stride %dx%d dilation %dx%d pad %d,%d/%d,%d %s",
+		       it, (long long)xi[0], (long long)xi[1], (long long)xi[2],
+		       (long long)xi[3], (long long)ki[2], (long long)ki[3],
+		       p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
+		       p.pad_lo[0], p.pad_lo[1], p.pad_hi[0], p.pad_hi[1],
+		       type_name(t));
+		CHECK(g, &dev_big, 1e-5, t == VTPU_BF16 ? 1e-2 : 1e-4);
+		CHECK(g, &dev_small, 1e-5, t == VTPU_BF16 ? 1e-2 : 1e-4);
+		vtpu_graph_free(g);
+	}
+}
+
+/* Nodes fuse.c made virtual broadcasts in @g's lowered, fused clone. */
+static int count_virtual(struct __test_metadata *_metadata,
+			 struct vtpu_graph *g)
+{
+	struct ir_graph *low = ir_clone(&g->ir);
+	int i, n = 0;
+
+	ASSERT_NE(NULL, low);
+	ASSERT_EQ(0, pass_lower(low));
+	ASSERT_EQ(0, pass_simplify(low));
+	ASSERT_EQ(0, pass_fuse(low, true));
+	for (i = 0; i < low->n; i++)
+		n += low->nodes[i].virt;
+	vtpu_graph_free((struct vtpu_graph *)low);
+	return n;
+}
+
+/*
+ * Broadcasts read through, never materialised (fuse.c's virtual views):
+ * per row and per column of a chain ([B, S, D] with a [B, S] mean and a
+ * [D] scale), scalars from a parameter and from constants, as the first
+ * operand of operations that do not commute (expanded in VMEM), of a
+ * compare (swapped), of SELECT's three operands, from s32 and bf16
+ * memory; and a matmul's epilogue with a bias per column and per row.
+ */
+TEST(broadcasts_are_read_through)
+{
+	int64_t dx[] = { 3, 5, 40 }, dm[] = { 3, 5 }, dg[] = { 40 }, d0[] = { 1 };
+	int64_t dw[] = { 40, 24 }, dbr[] = { 24 }, dbc[] = { 15 };
+	int64_t dmm[] = { 15, 24 }, d2[] = { 15, 40 };
+	struct vtpu_shape sx = f32(3, dx), sm = f32(2, dm), sg = f32(1, dg);
+	struct vtpu_shape s0 = f32(0, d0), si = f32(2, dm), sh = f32(1, dg);
+	struct vtpu_shape sw = f32(2, dw), sbr = f32(1, dbr), sbc = f32(1, dbc);
+	struct vtpu_graph *g = vtpu_graph_new();
+	int bm[] = { 0, 1 }, bg[] = { 2 }, br[] = { 1 }, bc[] = { 0 };
+	int x, m, ga, sc, iv, hv, w, b1, b2, one, y, z, p, q, mm, outs[3];
+	float c1 = 1.5f;
+
+	si.type = VTPU_S32;
+	sh.type = VTPU_BF16;
+	x = vtpu_g_parameter(g, 0, &sx, "x");
+	m = vtpu_g_parameter(g, 1, &sm, "mean");
+	ga = vtpu_g_parameter(g, 2, &sg, "gamma");
+	sc = vtpu_g_parameter(g, 3, &s0, "scale");
+	iv = vtpu_g_parameter(g, 4, &si, "ints");
+	hv = vtpu_g_parameter(g, 5, &sh, "halves");
+	w = vtpu_g_parameter(g, 6, &sw, "w");
+	b1 = vtpu_g_parameter(g, 7, &sbr, "bias_row");
+	b2 = vtpu_g_parameter(g, 8, &sbc, "bias_col");
+	one = vtpu_g_constant(g, &s0, &c1);
+	y = vtpu_g_binary(g, VTPU_SUB, x, vtpu_g_broadcast(g, m, 3, dx, bm));
+	y = vtpu_g_binary(g, VTPU_MUL, vtpu_g_broadcast(g, ga, 3, dx, bg), y);
+	y = vtpu_g_binary(g, VTPU_DIV, vtpu_g_broadcast(g, sc, 3, dx, NULL), y);
+	y = vtpu_g_binary(g, VTPU_SUB, vtpu_g_broadcast(g, one, 3, dx, NULL), y);
+	z = vtpu_g_binary(g, VTPU_MAX, y,
+			  vtpu_g_convert(g, vtpu_g_broadcast(g, iv, 3, dx, bm),
+					 VTPU_F32));
+	p = vtpu_g_compare(g, VTPU_LT, vtpu_g_broadcast(g, m, 3, dx, bm), z);
+	q = vtpu_g_select(g, p, vtpu_g_broadcast(g, one, 3, dx, NULL),
+			  vtpu_g_convert(g, vtpu_g_broadcast(g, hv, 3, dx, bg),
+					 VTPU_F32));
+	outs[0] = vtpu_g_binary(g, VTPU_ADD, z, q);
+	outs[1] = vtpu_g_unary(g, VTPU_EXP,
+			       vtpu_g_broadcast(g, ga, 3, dx, bg));
+	mm = vtpu_g_matmul(g, vtpu_g_reshape(g, x, 2, d2), w);
+	mm = vtpu_g_binary(g, VTPU_ADD, mm, vtpu_g_broadcast(g, b1, 2, dmm, br));
+	outs[2] = vtpu_g_binary(g, VTPU_SUB,
+				vtpu_g_broadcast(g, b2, 2, dmm, bc), mm);
+	vtpu_g_outputs(g, 3, outs);
+	ASSERT_EQ(0, g->ir.errcode) TH_LOG("%s", g->ir.err);
+	/* every broadcast above but the one the output copy reads */
+	EXPECT_LE(9, count_virtual(_metadata, g));
+	CHECK(g, &dev_big, 1e-5, 1e-4);
+	CHECK(g, &dev_small, 1e-5, 1e-4);
+	vtpu_graph_free(g);
+}
+
 /* x -> relu(x W1 + b1) W2 + b2 -> softmax, with constant weights. */
 static struct vtpu_graph *mlp(int batch, int in, int hidden, int out)
 {

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/* Copyright (C) 2026 The vtpu authors */
+
+/*
+ * dwconv.c - P_DWCONV, the depthwise convolution: out[n][c] is input
+ * channel c convolved with its own KH x KW kernel. There is nothing for
+ * the MXU to contract, so the VPU does it: for each tap (kh, kw) one
+ * multiply of a shifted window of the input by that tap's weights (a
+ * column broadcast: one weight per channel) and one add into the sum.
+ *
+ * A band of input rows for a chunk of channels is loaded into VMEM, one
+ * channel a row, with its padding (zeros), the padded rows end to end.
+ * Output (oh, ow) of the band then sits at column j = oh * Wq + ow of a
+ * "wide" output whose columns ow >= OW are computed but never stored,
+ * and every tap reads columns [j0, j0 + J) of the band for some j0: one
+ * tile for all the band's output rows.
+ *
+ * That needs stride 1. With strides (sh, sw) the band is first split
+ * into phases: plane (rp, cp) holds the padded elements at rows
+ * sh * r + rp and columns sw * c + cp, Wq = ceil(Wp / sw) of them a row;
+ * tap (kh, kw) reads plane ((kh * dh) % sh, (kw * dw) % sw) from column
+ * (kh * dh / sh) * Wq + kw * dw / sw on, and the wide output is again
+ * oh * Wq + ow. Rows of a phase are picked when they are loaded; columns
+ * by transposing the band and back, taking every sw-th row.
+ *
+ * Each product and each sum is rounded to f32, taps in (kh, kw) order.
+ */
+#include <errno.h>
+
+#include "plan.h"
+
+static const struct vtpu_tile none;
+
+struct dw {
+	struct cg *c;
+	int64_t C, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, taps;
+	int64_t Wp;		/* padded width, rounded up to a multiple of sw */
+	int64_t Wq;		/* columns of a plane's row: Wp / sw */
+	int64_t cc, ohb;	/* channels and output rows per band */
+	uint32_t rmask, cmask;	/* phases the taps read */
+	int nplanes;
+	struct loc x, w, out;
+	/* VMEM, in floats */
+	uint32_t raw, tr, planes, acc, tmp, wraw;
+	int64_t plane_len;	/* floats of one channel's plane */
+};
+
+static bool unit_stride(const struct dw *d)
+{
+	return d->sh == 1 && d->sw == 1;
+}
+
+/* Rows of each plane a band of @ohb output rows reads. */
+static int64_t plane_rows(const struct dw *d, int64_t ohb)
+{
+	return ohb + (d->KH - 1) * d->dh / d->sh;
+}
+
+/* Columns of the wide output of a band of @ohb rows. */
+static int64_t wide(const struct dw *d, int64_t ohb)
+{
+	return (ohb - 1) * d->Wq + d->OW;
+}
+
+/*
+ * One channel's plane: its rows, and room for the last tap's reach past
+ * them (the wide output's unused columns of the last row).
+ */
+static int64_t plane_len(const struct dw *d, int64_t ohb)
+{
+	int64_t reach = ((d->KH - 1) * d->dh / d->sh) * d->Wq +
+			(d->KW - 1) * d->dw / d->sw + wide(d, ohb);
+	int64_t len = plane_rows(d, ohb) * d->Wq;
+
+	return reach > len ? reach : len;
+}
+
+/* Padded input rows of one row phase (the raw band, before planes). */
+static int64_t raw_len(const struct dw *d, int64_t ohb)
+{
+	return unit_stride(d) ? plane_len(d, ohb) : plane_rows(d, ohb) * d->Wp;
+}
+
+/* VMEM floats a band of @cc channels and @ohb output rows needs. */
+static int64_t band_floats(const struct dw *d, int64_t cc, int64_t ohb)
+{
+	int64_t n = cc * (2 * wide(d, ohb) + d->taps);
+
+	if (unit_stride(d))
+		return n + cc * plane_len(d, ohb);
+	return n + 2 * cc * raw_len(d, ohb) + d->nplanes * cc * plane_len(d, ohb);
+}
+
+/* Every tile within one instruction's bounds (CG_TILE_ELEMS, _DIM). */
+static bool fits(const struct dw *d, int64_t cc, int64_t ohb)
+{
+	int64_t len = raw_len(d, ohb) > plane_len(d, ohb) ? raw_len(d, ohb) :
+							     plane_len(d, ohb);
+
+	return band_floats(d, cc, ohb) <= d->c->vmem / 4 &&
+	       cc * len <= CG_TILE_ELEMS && len <= CG_TILE_DIM;
+}
+
+/*
+ * The largest band that fits: as many channels as a band of one output
+ * row allows (at most 256), then as many output rows.
+ */
+static int pick(struct dw *d)
+{
+	d->cc = d->C < 256 ? d->C : 256;
+	while (d->cc > 1 && !fits(d, d->cc, 1))
+		d->cc = (d->cc + 1) / 2;
+	if (!fits(d, d->cc, 1) || d->taps > CG_TILE_DIM)
+		return cg_fail(d->c, ENOSPC, "depthwise convolution: a band of %lld padded elements does not fit VMEM",
+			       (long long)raw_len(d, 1));
+	d->ohb = 1;
+	while (d->ohb < d->OH && fits(d, d->cc, d->ohb + 1))
+		d->ohb++;
+	d->acc = 0;
+	d->tmp = d->acc + d->cc * wide(d, d->ohb);
+	d->wraw = d->tmp + d->cc * wide(d, d->ohb);
+	d->raw = d->wraw + d->cc * d->taps;
+	d->plane_len = plane_len(d, d->ohb);
+	if (unit_stride(d)) {
+		d->planes = d->raw;
+		return 0;
+	}
+	d->tr = d->raw + d->cc * raw_len(d, d->ohb);
+	d->planes = d->tr + d->cc * raw_len(d, d->ohb);
+	return 0;
+}
+
+static struct vtpu_tile ftile(uint32_t at, int64_t rows, int64_t cols,
+			      int64_t stride)
+{
+	return vtile(at * 4, rows, cols, stride, VTPU_DT_F32);
+}
+
+/* The index among the planes of phase (@rp, @cp). */
+static int plane_of(const struct dw *d, int rp, int cp)
+{
+	uint32_t below = (d->rmask & ((1u << rp) - 1));
+	int nc = __builtin_popcount(d->cmask);
+
+	return __builtin_popcount(below) * nc +
+	       __builtin_popcount(d->cmask & ((1u << cp) - 1));
+}
+
+/*
+ * Row phase @rp of the band of image @n, channels [c0, c0 + cc), that
+ * starts at padded row @r0: its padded rows r0 + sh * r + rp, r <
+ * @nrows, end to end at @at, @len floats per channel (the rest zero).
+ */
+static void load_rows(struct dw *d, int64_t n, int64_t c0, int64_t cc,
+		      int64_t r0, int rp, int64_t nrows, uint32_t at,
+		      int64_t len)
+{
+	struct emit *e = &d->c->e;
+	int64_t es = dt_size(d->x.dt), chan = (n * d->C + c0) * d->H * d->W;
+	int64_t r, ih, first = -1, last = -1;
+
+	for (r = 0; r < nrows; r++) {
+		ih = r0 + d->sh * r + rp - d->pt;
+		if (ih < 0 || ih >= d->H)
+			continue;
+		if (first < 0)
+			first = r;
+		last = r;
+	}
+	if (first != 0 || last != nrows - 1 || d->Wp != d->W ||
+	    len != nrows * d->Wp)
+		emit_op(e, VTPU_OP_FILL, 0, 0, 0, ftile(at, cc, len, len), none,
+			none);
+	if (first < 0)
+		return;	/* all padding */
+	if (d->Wp == d->W && d->sh == 1) {	/* contiguous rows */
+		emit_dma(e, 0, ftile(at + first * d->Wp, cc,
+				     (last - first + 1) * d->W, len),
+			 d->x.binding,
+			 d->x.off + (chan + (r0 + first + rp - d->pt) * d->W) * es,
+			 d->H * d->W * es, d->x.dt);
+		return;
+	}
+	for (r = first; r <= last; r++)
+		emit_dma(e, 0, ftile(at + r * d->Wp + d->pl, cc, d->W, len),
+			 d->x.binding,
+			 d->x.off + (chan + (r0 + d->sh * r + rp - d->pt) * d->W) * es,
+			 d->H * d->W * es, d->x.dt);
+}
+
+/* The planes of the band at padded row @r0. */
+static void load_band(struct dw *d, int64_t n, int64_t c0, int64_t cc,
+		      int64_t r0, int64_t ohb)
+{
+	struct emit *e = &d->c->e;
+	int64_t nrows = plane_rows(d, ohb), L = nrows * d->Wp, len;
+	int rp, cp;
+
+	if (unit_stride(d)) {
+		load_rows(d, n, c0, cc, r0, 0, nrows, d->planes, d->plane_len);
+		return;
+	}
+	len = d->plane_len;
+	for (rp = 0; rp < d->sh; rp++) {
+		if (!(d->rmask & (1u << rp)))
+			continue;
+		load_rows(d, n, c0, cc, r0, rp, nrows, d->raw, L);
+		emit_op(e, VTPU_OP_TRANSPOSE, 0, 0, 0, ftile(d->tr, L, cc, cc),
+			ftile(d->raw, cc, L, L), none);
+		for (cp = 0; cp < d->sw; cp++) {
+			uint32_t p = d->planes + plane_of(d, rp, cp) * cc * len;
+
+			if (!(d->cmask & (1u << cp)))
+				continue;
+			if (len > nrows * d->Wq)
+				emit_op(e, VTPU_OP_FILL, 0, 0, 0,
+					ftile(p, cc, len, len), none, none);
+			emit_op(e, VTPU_OP_TRANSPOSE, 0, 0, 0,
+				ftile(p, cc, nrows * d->Wq, len),
+				ftile(d->tr + cp * cc, nrows * d->Wq, cc,
+				      d->sw * cc), none);
+		}
+	}
+}
+
+/* The taps over the band's planes, and the stores of its output rows. */
+static void band_out(struct dw *d, int64_t n, int64_t c0, int64_t cc,
+		     int64_t oh0, int64_t ohb)
+{
+	struct emit *e = &d->c->e;
+	int64_t J = wide(d, ohb), es = dt_size(d->out.dt), kh, kw, t, r;
+	struct vtpu_tile acc = ftile(d->acc, cc, J, J);
+	struct vtpu_tile tmp = ftile(d->tmp, cc, J, J);
+	uint32_t at;
+
+	for (t = 0, kh = 0; kh < d->KH; kh++)
+		for (kw = 0; kw < d->KW; kw++, t++) {
+			at = d->planes +
+			     plane_of(d, kh * d->dh % d->sh, kw * d->dw % d->sw) *
+			     cc * d->plane_len +
+			     (kh * d->dh / d->sh) * d->Wq + kw * d->dw / d->sw;
+			emit_op(e, VTPU_OP_BINARY, VTPU_BINARY_MUL,
+				VTPU_F_BCAST_COL, 0, t ? tmp : acc,
+				ftile(at, cc, J, d->plane_len),
+				ftile(d->wraw + t, cc, 1, d->taps));
+			if (t)
+				emit_op(e, VTPU_OP_BINARY, VTPU_BINARY_ADD, 0, 0,
+					acc, acc, tmp);
+		}
+	for (r = 0; r < ohb; r++)
+		emit_dma(e, 1, ftile(d->acc + r * d->Wq, cc, d->OW, J),
+			 d->out.binding,
+			 d->out.off + ((n * d->C + c0) * d->OH + oh0 + r) *
+				      d->OW * es,
+			 d->OH * d->OW * es, d->out.dt);
+}
+
+void gen_dwconv(struct cg *c, int v)
+{
+	const struct ir_graph *g = c->g;
+	const struct ir_node *nd = &g->nodes[v];
+	const struct vtpu_shape *xs = &g->nodes[nd->in[0]].shape;
+	const struct vtpu_shape *ks = &g->nodes[nd->in[1]].shape;
+	const struct vtpu_conv_params *p = &nd->a.conv;
+	struct dw d = {
+		.c = c, .C = xs->dims[1], .H = xs->dims[2], .W = xs->dims[3],
+		.OH = nd->shape.dims[2], .OW = nd->shape.dims[3],
+		.KH = ks->dims[2], .KW = ks->dims[3],
+		.sh = p->stride[0], .sw = p->stride[1],
+		.dh = p->dilation[0], .dw = p->dilation[1],
+		.pt = p->pad_lo[0], .pl = p->pad_lo[1],
+		.x = loc_of(c, nd->in[0]), .w = loc_of(c, nd->in[1]),
+		.out = loc_of(c, v),
+	};
+	int64_t n, c0, cc, oh0, ohb, es = dt_size(d.w.dt), i;
+
+	if (c->ret)
+		return;
+	if (d.sh > 32 || d.sw > 32) {
+		cg_fail(c, ENOTSUP, "depthwise convolution: stride %lldx%lld (32 at most)",
+			(long long)d.sh, (long long)d.sw);
+		return;
+	}
+	d.taps = d.KH * d.KW;
+	d.Wp = d.W + p->pad_lo[1] + p->pad_hi[1];
+	d.Wp = cdiv(d.Wp, d.sw) * d.sw;
+	d.Wq = d.Wp / d.sw;
+	for (i = 0; i < d.KH; i++)
+		d.rmask |= 1u << (i * d.dh % d.sh);
+	for (i = 0; i < d.KW; i++)
+		d.cmask |= 1u << (i * d.dw % d.sw);
+	d.nplanes = __builtin_popcount(d.rmask) * __builtin_popcount(d.cmask);
+	if (pick(&d))
+		return;
+	for (c0 = 0; c0 < d.C; c0 += d.cc) {
+		cc = d.C - c0 < d.cc ? d.C - c0 : d.cc;
+		/* this chunk's weights: channel a row, tap a column */
+		emit_dma(&c->e, 0, ftile(d.wraw, cc, d.taps, d.taps), d.w.binding,
+			 d.w.off + c0 * d.taps * es, d.taps * es, d.w.dt);
+		for (n = 0; n < xs->dims[0]; n++)
+			for (oh0 = 0; oh0 < d.OH; oh0 += d.ohb) {
+				ohb = d.OH - oh0 < d.ohb ? d.OH - oh0 : d.ohb;
+				load_band(&d, n, c0, cc, d.sh * oh0, ohb);
+				band_out(&d, n, c0, cc, oh0, ohb);
+			}
+	}
+}

@@ -9,7 +9,11 @@
  * tests compare the device against.
  *
  * Limits, because a folded constant is stored in the program:
- *   - results above FOLD_MAX_ELEMS elements stay computed at run time;
+ *   - results above FOLD_MAX_ELEMS elements stay computed at run time,
+ *     but for layout changes and elementwise ops up to FOLD_MAX_MOVE: a
+ *     classifier's weights transposed by the exporter are worth folding
+ *     (cheap to evaluate, no bigger than what they replace), a large
+ *     product is not (the evaluator's O(n^3) in doubles at compile time);
  *   - an op that makes more elements than its operands hold (broadcast,
  *     pad) folds only up to FOLD_GROW_MAX elements: a broadcast of a
  *     scalar is cheaper to compute than to load.
@@ -23,6 +27,7 @@
 #include "ir.h"
 
 #define FOLD_MAX_ELEMS	(1 << 20)
+#define FOLD_MAX_MOVE	(1 << 24)
 #define FOLD_GROW_MAX	(1 << 12)
 
 static bool foldable(const struct ir_graph *g, const struct ir_node *n)
@@ -30,7 +35,10 @@ static bool foldable(const struct ir_graph *g, const struct ir_node *n)
 	int64_t elems = shape_elems(&n->shape), in_elems = 0;
 	int k;
 
-	if (n->op == OP_DEAD || n->nin == 0 || elems > FOLD_MAX_ELEMS)
+	if (n->op == OP_DEAD || n->nin == 0 || elems > FOLD_MAX_MOVE)
+		return false;
+	if (elems > FOLD_MAX_ELEMS && ir_ops[n->op].kind == K_OTHER &&
+	    n->op != OP_TRANSPOSE && n->op != OP_RESHAPE && n->op != OP_SLICE)
 		return false;
 	for (k = 0; k < n->nin; k++) {
 		if (g->nodes[n->in[k]].op != OP_CONST)

@@ -1374,18 +1374,83 @@ static __always_inline void vtpu_transpose_block(const struct vtpu_exec *e,
 	}
 }
 
+/*
+ * A VTPU_VW x VTPU_VW block of 4-byte elements in registers: log2(VW)
+ * rounds, round b pairing rows i and i + b of each group of 2b rows and
+ * interleaving their runs of b lanes (the low halves go to row i, the
+ * high ones to row i + b). Moves bits only. GCC's __builtin_shuffle
+ * takes the lane maps as computed; clang (the fuzzers' builds) has no
+ * such builtin and uses the element loop.
+ */
+#ifndef __clang__
+#define VTPU_TR_VECTOR	1
+static __always_inline void vtpu_transpose_vblock(float *d, size_t ds,
+						  const float *a, size_t as)
+{
+	VTPU_VF v[VTPU_VW], x, y;
+	VTPU_VI lo, hi;
+	u32 b, i, p, q, o;
+
+	for (i = 0; i < VTPU_VW; i++)
+		v[i] = vtpu_vldf(a + i * as);
+	for (b = 1; b < VTPU_VW; b *= 2) {
+		for (p = 0; p < VTPU_VW; p++) {
+			q = p / (2 * b) * (2 * b);
+			o = p % (2 * b);
+			lo[p] = o < b ? q + o : VTPU_VW + q + o - b;
+			hi[p] = o < b ? q + b + o : VTPU_VW + q + o;
+		}
+		for (i = 0; i < VTPU_VW; i++) {
+			if (i & b)
+				continue;
+			x = v[i];
+			y = v[i + b];
+			v[i] = __builtin_shuffle(x, y, lo);
+			v[i + b] = __builtin_shuffle(x, y, hi);
+		}
+	}
+	for (i = 0; i < VTPU_VW; i++)
+		vtpu_vstf(d + i * ds, v[i]);
+}
+
+/* A whole VTPU_TR_BLOCK square of f32 or s32, in register blocks. */
+static void vtpu_transpose_full(const struct vtpu_exec *e,
+				const struct vtpu_insn *in, u32 i0, u32 j0)
+{
+	const struct vtpu_tile *d = &in->t.d, *a = &in->t.a;
+	u32 bi, bj;
+
+	BUILD_BUG_ON(VTPU_TR_BLOCK % VTPU_VW);
+	for (bi = 0; bi < VTPU_TR_BLOCK; bi += VTPU_VW)
+		for (bj = 0; bj < VTPU_TR_BLOCK; bj += VTPU_VW)
+			vtpu_transpose_vblock(vtpu_frow(e, d, j0 + bj) + i0 + bi,
+					      d->stride,
+					      vtpu_frow(e, a, i0 + bi) + j0 + bj,
+					      a->stride);
+}
+
+#endif
+
 /* Blocks at columns [@j, @j + @n) of strip @r. */
 static void vtpu_transpose_segment(struct vtpu_exec *e,
 				   const struct vtpu_insn *in, u32 r, u32 j,
 				   u32 n)
 {
-	u32 j0;
+	u32 j0, i0 = r * VTPU_TR_BLOCK;
 
 	for (j0 = j; j0 < j + n; j0 += VTPU_TR_BLOCK) {
+#ifdef VTPU_TR_VECTOR
+		if (vtpu_esize(in->t.a.dtype) == 4 &&
+		    i0 + VTPU_TR_BLOCK <= in->t.a.rows &&
+		    j0 + VTPU_TR_BLOCK <= in->t.a.cols) {
+			vtpu_transpose_full(e, in, i0, j0);
+			continue;
+		}
+#endif
 		if (vtpu_esize(in->t.a.dtype) == 2)
-			vtpu_transpose_block(e, in, 2, r * VTPU_TR_BLOCK, j0);
+			vtpu_transpose_block(e, in, 2, i0, j0);
 		else
-			vtpu_transpose_block(e, in, 4, r * VTPU_TR_BLOCK, j0);
+			vtpu_transpose_block(e, in, 4, i0, j0);
 	}
 }
 

@@ -663,12 +663,12 @@ static float vtpu_powf(float x, float y)
 }
 
 /*
- * The cheap elementwise functions on VTPU_VW f32 lanes. Each lane does
- * the scalar function's one IEEE operation (or its compares and bit
- * selections), so a vector gives the scalar code's bits whatever the
- * width; a row's tail runs the scalar code.
+ * The cheap elementwise functions, and MATMUL, on VTPU_VW f32 lanes.
+ * Each lane does the same IEEE operations (or compares and bit
+ * selections) whatever the width, so every build gives the same bits;
+ * a row's tail is a vector too, its missing lanes zero and never stored.
  */
-static __always_inline VTPU_VF vtpu_vldf(const float *p)
+static __always_inline VTPU_VF vtpu_vload(const float *p)
 {
 	VTPU_VF v;
 
@@ -676,12 +676,31 @@ static __always_inline VTPU_VF vtpu_vldf(const float *p)
 	return v;
 }
 
-static __always_inline void vtpu_vstf(float *p, VTPU_VF v)
+static __always_inline void vtpu_vstore(float *p, VTPU_VF v)
 {
 	memcpy(p, &v, sizeof(v));
 }
 
-static __always_inline VTPU_VF vtpu_vsplatf(float x)
+/* Lanes [0, @n) of @p, n <= VTPU_VW; the others zero. */
+static __always_inline VTPU_VF vtpu_vload_n(const float *p, u32 n)
+{
+	VTPU_VF v = {};
+
+	if (n == VTPU_VW)
+		return vtpu_vload(p);
+	memcpy(&v, p, n * sizeof(*p));
+	return v;
+}
+
+static __always_inline void vtpu_vstore_n(float *p, VTPU_VF v, u32 n)
+{
+	if (n == VTPU_VW)
+		vtpu_vstore(p, v);
+	else
+		memcpy(p, &v, n * sizeof(*p));
+}
+
+static __always_inline VTPU_VF vtpu_splat(float x)
 {
 	VTPU_VF v;
 	int l;
@@ -761,34 +780,24 @@ static __always_inline VTPU_VI vtpu_vcmp_fn(u8 sub, VTPU_VF x, VTPU_VF y)
  * one function, so the dispatchers switch once per row, not once per
  * element.
  */
-static __always_inline float vtpu_unary_fn(u8 sub, float x)
-{
-	switch (sub) {
-	case VTPU_UNARY_NEG:
-		return vtpu_negf(x);
-	case VTPU_UNARY_ABS:
-		return vtpu_absf(x);
-	case VTPU_UNARY_SQRT:
-		return __builtin_sqrtf(x);
-	case VTPU_UNARY_RSQRT:
-		return vtpu_rsqrtf(x);
-	case VTPU_UNARY_RECIP:
-		return 1 / x;
-	case VTPU_UNARY_RELU:
-		return vtpu_maxf(x, 0);
-	}
-	return x;	/* VTPU_UNARY_COPY */
-}
-
+/* NEG, ABS, SQRT, RSQRT, RECIP, RELU and COPY; @d may be @a. */
 static __always_inline void vtpu_unary_loop(u8 sub, float *d, const float *a,
 					    u32 n)
 {
-	const VTPU_VI sign = (VTPU_VI)vtpu_vsplatf(-0.0f);
-	VTPU_VF x, zero = { 0 };
-	u32 j = 0;
+	const VTPU_VI sign = (VTPU_VI)vtpu_splat(-0.0f);
+	VTPU_VF x, zero = {};
+	u32 j, w;
 
-	for (; j + VTPU_VW <= n; j += VTPU_VW) {
-		x = vtpu_vldf(a + j);
+	if (sub == VTPU_UNARY_SQRT || sub == VTPU_UNARY_RSQRT) {
+		/* no vector square root in GCC's vector extensions */
+		for (j = 0; j < n; j++)
+			d[j] = sub == VTPU_UNARY_SQRT ? __builtin_sqrtf(a[j]) :
+			       vtpu_rsqrtf(a[j]);
+		return;
+	}
+	for (j = 0; j < n; j += w) {
+		w = min_t(u32, n - j, VTPU_VW);
+		x = vtpu_vload_n(a + j, w);
 		switch (sub) {
 		case VTPU_UNARY_NEG:
 			x = (VTPU_VF)((VTPU_VI)x ^ sign);
@@ -802,16 +811,9 @@ static __always_inline void vtpu_unary_loop(u8 sub, float *d, const float *a,
 		case VTPU_UNARY_RELU:
 			x = vtpu_vmaxmin(true, x, zero);
 			break;
-		case VTPU_UNARY_COPY:
-			break;
-		default:	/* SQRT, RSQRT: scalar */
-			goto scalar;
 		}
-		vtpu_vstf(d + j, x);
+		vtpu_vstore_n(d + j, x, w);	/* COPY: as loaded */
 	}
-scalar:
-	for (; j < n; j++)
-		d[j] = vtpu_unary_fn(sub, a[j]);
 }
 
 static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
@@ -856,42 +858,6 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
 	}
 }
 
-static __always_inline float vtpu_binary_fn(u8 sub, float x, float y)
-{
-	switch (sub) {
-	case VTPU_BINARY_ADD:
-		return vtpu_nan2(x, y, x + y);
-	case VTPU_BINARY_SUB:
-		return x - y;
-	case VTPU_BINARY_MUL:
-		return vtpu_nan2(x, y, x * y);
-	case VTPU_BINARY_DIV:
-		return x / y;
-	case VTPU_BINARY_MAX:
-		return vtpu_maxf(x, y);
-	case VTPU_BINARY_MIN:
-		return vtpu_minf(x, y);
-	}
-	return vtpu_powf(x, y);	/* VTPU_BINARY_POW */
-}
-
-static __always_inline bool vtpu_cmp_fn(u8 sub, float x, float y)
-{
-	switch (sub) {
-	case VTPU_CMP_EQ:
-		return x == y;
-	case VTPU_CMP_NE:
-		return x != y;
-	case VTPU_CMP_LT:
-		return x < y;
-	case VTPU_CMP_LE:
-		return x <= y;
-	case VTPU_CMP_GT:
-		return x > y;
-	}
-	return x >= y;	/* VTPU_CMP_GE */
-}
-
 /*
  * Operand b advances by @bs elements per column: 1, or 0 when one value
  * serves the whole row. Both are specialised.
@@ -899,25 +865,19 @@ static __always_inline bool vtpu_cmp_fn(u8 sub, float x, float y)
 static __always_inline void vtpu_binary_loop(u8 sub, float *d, const float *a,
 					     const float *b, u32 bs, u32 n)
 {
-	VTPU_VF bv;
-	u32 j = 0;
+	VTPU_VF bv = vtpu_splat(b[0]), y;
+	u32 j, w;
 
-	if (sub != VTPU_BINARY_POW && bs) {
-		for (; j + VTPU_VW <= n; j += VTPU_VW)
-			vtpu_vstf(d + j, vtpu_vbinary_fn(sub, vtpu_vldf(a + j),
-							 vtpu_vldf(b + j)));
-	} else if (sub != VTPU_BINARY_POW) {
-		bv = vtpu_vsplatf(b[0]);
-		for (; j + VTPU_VW <= n; j += VTPU_VW)
-			vtpu_vstf(d + j, vtpu_vbinary_fn(sub, vtpu_vldf(a + j),
-							 bv));
+	if (sub == VTPU_BINARY_POW) {	/* scalar: a log and an exp */
+		for (j = 0; j < n; j++)
+			d[j] = vtpu_powf(a[j], b[j * bs]);
+		return;
 	}
-	if (bs) {
-		for (; j < n; j++)
-			d[j] = vtpu_binary_fn(sub, a[j], b[j]);
-	} else {
-		for (; j < n; j++)
-			d[j] = vtpu_binary_fn(sub, a[j], b[0]);
+	for (j = 0; j < n; j += w) {
+		w = min_t(u32, n - j, VTPU_VW);
+		y = bs ? vtpu_vload_n(b + j, w) : bv;
+		vtpu_vstore_n(d + j, vtpu_vbinary_fn(sub, vtpu_vload_n(a + j, w), y),
+			      w);
 	}
 }
 
@@ -952,21 +912,15 @@ static void vtpu_binary_row(u8 sub, float *d, const float *a, const float *b,
 static __always_inline void vtpu_cmp_loop(u8 sub, float *d, const float *a,
 					  const float *b, u32 bs, u32 n)
 {
-	const VTPU_VI one = (VTPU_VI)vtpu_vsplatf(1.0f);
-	VTPU_VF bv = vtpu_vsplatf(b[0]), y;
-	u32 j = 0;
+	const VTPU_VI one = (VTPU_VI)vtpu_splat(1.0f);
+	VTPU_VF bv = vtpu_splat(b[0]), x, y;
+	u32 j, w;
 
-	for (; j + VTPU_VW <= n; j += VTPU_VW) {
-		y = bs ? vtpu_vldf(b + j) : bv;
-		vtpu_vstf(d + j, (VTPU_VF)(vtpu_vcmp_fn(sub, vtpu_vldf(a + j), y) &
-					   one));
-	}
-	if (bs) {
-		for (; j < n; j++)
-			d[j] = vtpu_cmp_fn(sub, a[j], b[j]) ? 1.0f : 0.0f;
-	} else {
-		for (; j < n; j++)
-			d[j] = vtpu_cmp_fn(sub, a[j], b[0]) ? 1.0f : 0.0f;
+	for (j = 0; j < n; j += w) {
+		w = min_t(u32, n - j, VTPU_VW);
+		x = vtpu_vload_n(a + j, w);
+		y = bs ? vtpu_vload_n(b + j, w) : bv;
+		vtpu_vstore_n(d + j, (VTPU_VF)(vtpu_vcmp_fn(sub, x, y) & one), w);
 	}
 }
 
@@ -999,16 +953,16 @@ static void vtpu_cmp_row(u8 sub, float *d, const float *a, const float *b,
 static void vtpu_select_row(float *d, const float *a, const float *b, u32 bs,
 			    u32 n)
 {
-	VTPU_VF bv = vtpu_vsplatf(b[0]), zero = { 0 }, c;
-	u32 j = 0;
+	VTPU_VF bv = vtpu_splat(b[0]), zero = {}, c, y;
+	u32 j, w;
 
-	for (; j + VTPU_VW <= n; j += VTPU_VW) {
-		c = vtpu_vldf(d + j);
-		vtpu_vstf(d + j, vtpu_vblend(c != zero, vtpu_vldf(a + j),
-					     bs ? vtpu_vldf(b + j) : bv));
+	for (j = 0; j < n; j += w) {
+		w = min_t(u32, n - j, VTPU_VW);
+		c = vtpu_vload_n(d + j, w);
+		y = bs ? vtpu_vload_n(b + j, w) : bv;
+		vtpu_vstore_n(d + j, vtpu_vblend(c != zero, vtpu_vload_n(a + j, w), y),
+			      w);
 	}
-	for (; j < n; j++)
-		d[j] = d[j] != 0 ? a[j] : b[j * bs];
 }
 
 /* Row @r of operand b of a BINARY, CMP or SELECT, and its step @bs. */
@@ -1392,7 +1346,7 @@ static __always_inline void vtpu_transpose_vblock(float *d, size_t ds,
 	u32 b, i, p, q, o;
 
 	for (i = 0; i < VTPU_VW; i++)
-		v[i] = vtpu_vldf(a + i * as);
+		v[i] = vtpu_vload(a + i * as);
 	for (b = 1; b < VTPU_VW; b *= 2) {
 		for (p = 0; p < VTPU_VW; p++) {
 			q = p / (2 * b) * (2 * b);
@@ -1410,7 +1364,7 @@ static __always_inline void vtpu_transpose_vblock(float *d, size_t ds,
 		}
 	}
 	for (i = 0; i < VTPU_VW; i++)
-		vtpu_vstf(d + i * ds, v[i]);
+		vtpu_vstore(d + i * ds, v[i]);
 }
 
 /* A whole VTPU_TR_BLOCK square of f32 or s32, in register blocks. */
@@ -1623,24 +1577,6 @@ static __always_inline float vtpu_mm_load(const u8 *p, bool bf16)
 static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
 {
 	return c + a * b;
-}
-
-static __always_inline VTPU_VF vtpu_splat(float x)
-{
-	VTPU_VF v;
-	int l;
-
-	for (l = 0; l < VTPU_VW; l++)
-		v[l] = x;
-	return v;
-}
-
-static __always_inline VTPU_VF vtpu_vload(const float *p)
-{
-	VTPU_VF v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
 }
 
 /* Stores @v, any NaN as the quiet NaN (see above). */

@@ -129,11 +129,7 @@ static void fuse_node(struct ir_graph *g, struct fuse *f, int i)
 		}
 }
 
-/*
- * ir_bcast_class(): dims [lo, hi) of @v of size > 1, innermost first,
- * address their elements linearly: *@step apart (0 when all have size 1).
- */
-static bool linear_dims(const struct ir_node *n, int lo, int hi, int64_t *step)
+bool ir_view_linear(const struct ir_node *n, int lo, int hi, int64_t *step)
 {
 	int64_t next = 0;
 	bool first = true;
@@ -179,11 +175,11 @@ enum ir_bcast ir_bcast_class(const struct ir_graph *g, int v, int64_t w,
 		prod *= n->shape.dims[--j];
 	if (prod != w || w < 1)
 		return BC_NONE;
-	if (zero_strides(n, j, r) && linear_dims(n, 0, j, &step) && step > 0) {
+	if (zero_strides(n, j, r) && ir_view_linear(n, 0, j, &step) && step > 0) {
 		*rstride = step;
 		return BC_COL;
 	}
-	if (zero_strides(n, 0, j) && linear_dims(n, j, r, &step) && step == 1)
+	if (zero_strides(n, 0, j) && ir_view_linear(n, j, r, &step) && step == 1)
 		return BC_ROW;
 	return BC_NONE;
 }

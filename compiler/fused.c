@@ -68,7 +68,7 @@ static bool view_imm(const struct fk *k, int v, uint32_t *bits)
 {
 	const struct ir_graph *g = k->c->g;
 	const struct ir_node *n = &g->nodes[v], *src;
-	int64_t st;
+	int64_t st, i = n->a.view.offset;
 	float f;
 
 	if (!n->virt || ir_bcast_class(g, v, 1, &st) != BC_SCALAR)
@@ -78,21 +78,19 @@ static bool view_imm(const struct fk *k, int v, uint32_t *bits)
 		return false;
 	switch (src->shape.type) {
 	case VTPU_F32:
-		memcpy(bits, (const float *)src->a.cst.data + n->a.view.offset,
-		       4);
-		return true;
+		f = ((const float *)src->a.cst.data)[i];
+		break;
 	case VTPU_BF16:
-		*bits = (uint32_t)((const uint16_t *)src->a.cst.data)
-				[n->a.view.offset] << 16;
-		return true;
+		f = vtpu_bf16_to_f32(((const uint16_t *)src->a.cst.data)[i]);
+		break;
 	case VTPU_PRED:
-		f = ((const uint8_t *)src->a.cst.data)[n->a.view.offset] ?
-		    1.0f : 0.0f;
-		memcpy(bits, &f, 4);
-		return true;
+		f = ((const uint8_t *)src->a.cst.data)[i] ? 1.0f : 0.0f;
+		break;
 	default:
 		return false;	/* s32: loaded and converted as in memory */
 	}
+	memcpy(bits, &f, 4);
+	return true;
 }
 
 /* Value @v as an operand of the current tile. */

@@ -253,6 +253,12 @@ int pass_fold(struct ir_graph *g);	/* constant folding (uses eval.c) */
 int pass_cse(struct ir_graph *g);
 int pass_dce(struct ir_graph *g);
 int pass_lower(struct ir_graph *g);	/* lower.c: to primitive ops */
+/*
+ * The largest padded band of one output row (width x window rows, in
+ * elements) lower.c gives P_DWCONV; dwconv.c holds a few of them in
+ * VMEM for a single channel.
+ */
+#define DWCONV_MAX_BAND	4096
 int pass_fuse(struct ir_graph *g, bool enable);	/* sets node.kernel */
 
 /*
@@ -262,6 +268,12 @@ int pass_fuse(struct ir_graph *g, bool enable);	/* sets node.kernel */
  * consecutive elements for every row (BC_ROW). BC_NONE: none of these.
  */
 enum ir_bcast { BC_NONE, BC_SCALAR, BC_ROW, BC_COL };
+/*
+ * Whether dims [@lo, @hi) of P_COPY @n that have size > 1 address their
+ * elements linearly, innermost first: *@step apart (0 when all have
+ * size 1).
+ */
+bool ir_view_linear(const struct ir_node *n, int lo, int hi, int64_t *step);
 enum ir_bcast ir_bcast_class(const struct ir_graph *g, int v, int64_t w,
 			     int64_t *rstride);
 

@@ -325,10 +325,20 @@ static int conv_pad(struct ir_graph *g, int x, const struct vtpu_conv_params *p)
  */
 static bool is_depthwise(struct ir_graph *g, const struct ir_node *n)
 {
+	const struct vtpu_conv_params *p = &n->a.conv;
 	const struct vtpu_shape *ks = shape_of(g, n->in[1]);
+	const struct vtpu_shape *xs = shape_of(g, n->in[0]);
+	int64_t wp = xs->dims[3] + p->pad_lo[1] + p->pad_hi[1] + p->stride[1];
+	int64_t rows = (ks->dims[2] - 1) * p->dilation[0] + p->stride[0];
 
-	return n->a.conv.groups == shape_of(g, n->in[0])->dims[1] &&
-	       ks->dims[0] == n->a.conv.groups && ks->dims[1] == 1;
+	/*
+	 * dwconv.c's phases are bit masks (32 at most) and a band of one
+	 * output row must fit any VMEM; wider windows stay on the matmul
+	 * path, which tiles anything.
+	 */
+	return p->groups == xs->dims[1] && ks->dims[0] == p->groups &&
+	       ks->dims[1] == 1 && p->stride[0] <= 32 && p->stride[1] <= 32 &&
+	       wp * rows <= DWCONV_MAX_BAND;
 }
 
 static int lower_dwconv(struct ir_graph *g, const struct ir_node *n)

@@ -144,20 +144,12 @@ static int simplify_select(const struct ir_graph *g, const struct ir_node *n)
  */
 static bool copy_is_reshape(const struct ir_graph *g, const struct ir_node *n)
 {
-	int64_t want = 1;
-	int k;
+	int64_t step;
 
-	if (n->a.view.offset ||
-	    shape_elems(&n->shape) != shape_elems(&g->nodes[n->in[0]].shape))
-		return false;
-	for (k = n->shape.rank - 1; k >= 0; k--) {
-		if (n->shape.dims[k] == 1)
-			continue;
-		if (n->a.view.stride[k] != want)
-			return false;
-		want *= n->shape.dims[k];
-	}
-	return true;
+	return !n->a.view.offset &&
+	       shape_elems(&n->shape) == shape_elems(&g->nodes[n->in[0]].shape) &&
+	       ir_view_linear(n, 0, n->shape.rank, &step) &&
+	       (step == 1 || shape_elems(&n->shape) == 1);
 }
 
 /* The value node @n can be replaced by, or -1. May rewrite @n in place. */

@@ -471,6 +471,45 @@ TEST(depthwise_conv_every_window)
 	}
 }
 
+/*
+ * Windows dwconv.c does not take (a band wider than DWCONV_MAX_BAND, a
+ * stride above 32) stay on the matmul path, and still compute right.
+ */
+TEST(depthwise_conv_too_wide_for_a_band_is_a_matmul)
+{
+	static const struct {
+		int64_t w;
+		int stride;
+	} cases[] = { { 3000, 1 }, { 70, 40 } };
+	unsigned int c;
+	int i;
+
+	for (c = 0; c < 2; c++) {
+		struct vtpu_conv_params p = {
+			{ 1, cases[c].stride }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 2,
+		};
+		int64_t xi[] = { 1, 2, 3, cases[c].w }, ki[] = { 2, 1, 3, 3 };
+		struct vtpu_shape sx = f32(4, xi), sk = f32(4, ki);
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &sx, "x");
+		int k = vtpu_g_parameter(g, 1, &sk, "k");
+		int y = vtpu_g_conv2d(g, x, k, &p), n = 0;
+		struct ir_graph *low;
+
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(0, g->ir.errcode) TH_LOG("%s", g->ir.err);
+		low = ir_clone(&g->ir);
+		ASSERT_NE(NULL, low);
+		ASSERT_EQ(0, pass_lower(low));
+		for (i = 0; i < low->n; i++)
+			n += low->nodes[i].op == OP_P_DWCONV;
+		vtpu_graph_free((struct vtpu_graph *)low);
+		EXPECT_EQ(0, n);
+		CHECK(g, &dev_big, 1e-5, 1e-4);
+		vtpu_graph_free(g);
+	}
+}
+
 /* Nodes fuse.c made virtual broadcasts in @g's lowered, fused clone. */
 static int count_virtual(struct __test_metadata *_metadata,
 			 struct vtpu_graph *g)

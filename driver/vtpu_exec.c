@@ -685,19 +685,25 @@ static __always_inline void vtpu_vstore(float *p, VTPU_VF v)
 static __always_inline VTPU_VF vtpu_vload_n(const float *p, u32 n)
 {
 	VTPU_VF v = {};
+	u32 l;
 
 	if (n == VTPU_VW)
 		return vtpu_vload(p);
-	memcpy(&v, p, n * sizeof(*p));
+	for (l = 0; l < n; l++)	/* a few lanes: no memcpy() call */
+		v[l] = p[l];
 	return v;
 }
 
 static __always_inline void vtpu_vstore_n(float *p, VTPU_VF v, u32 n)
 {
-	if (n == VTPU_VW)
+	u32 l;
+
+	if (n == VTPU_VW) {
 		vtpu_vstore(p, v);
-	else
-		memcpy(p, &v, n * sizeof(*p));
+		return;
+	}
+	for (l = 0; l < n; l++)
+		p[l] = v[l];
 }
 
 static __always_inline VTPU_VF vtpu_splat(float x)
@@ -780,13 +786,35 @@ static __always_inline VTPU_VI vtpu_vcmp_fn(u8 sub, VTPU_VF x, VTPU_VF y)
  * one function, so the dispatchers switch once per row, not once per
  * element.
  */
+/* @w <= VTPU_VW lanes of a NEG, ABS, RECIP, RELU or COPY row. */
+static __always_inline void vtpu_unary_step(u8 sub, float *d, const float *a,
+					    u32 w)
+{
+	const VTPU_VI sign = (VTPU_VI)vtpu_splat(-0.0f);
+	VTPU_VF x = vtpu_vload_n(a, w), zero = {};
+
+	switch (sub) {
+	case VTPU_UNARY_NEG:
+		x = (VTPU_VF)((VTPU_VI)x ^ sign);
+		break;
+	case VTPU_UNARY_ABS:
+		x = (VTPU_VF)((VTPU_VI)x & ~sign);
+		break;
+	case VTPU_UNARY_RECIP:
+		x = 1 / x;
+		break;
+	case VTPU_UNARY_RELU:
+		x = vtpu_vmaxmin(true, x, zero);
+		break;
+	}
+	vtpu_vstore_n(d, x, w);	/* COPY: as loaded */
+}
+
 /* NEG, ABS, SQRT, RSQRT, RECIP, RELU and COPY; @d may be @a. */
 static __always_inline void vtpu_unary_loop(u8 sub, float *d, const float *a,
 					    u32 n)
 {
-	const VTPU_VI sign = (VTPU_VI)vtpu_splat(-0.0f);
-	VTPU_VF x, zero = {};
-	u32 j, w;
+	u32 j;
 
 	if (sub == VTPU_UNARY_SQRT || sub == VTPU_UNARY_RSQRT) {
 		/* no vector square root in GCC's vector extensions */
@@ -795,25 +823,10 @@ static __always_inline void vtpu_unary_loop(u8 sub, float *d, const float *a,
 			       vtpu_rsqrtf(a[j]);
 		return;
 	}
-	for (j = 0; j < n; j += w) {
-		w = min_t(u32, n - j, VTPU_VW);
-		x = vtpu_vload_n(a + j, w);
-		switch (sub) {
-		case VTPU_UNARY_NEG:
-			x = (VTPU_VF)((VTPU_VI)x ^ sign);
-			break;
-		case VTPU_UNARY_ABS:
-			x = (VTPU_VF)((VTPU_VI)x & ~sign);
-			break;
-		case VTPU_UNARY_RECIP:
-			x = 1 / x;
-			break;
-		case VTPU_UNARY_RELU:
-			x = vtpu_vmaxmin(true, x, zero);
-			break;
-		}
-		vtpu_vstore_n(d + j, x, w);	/* COPY: as loaded */
-	}
+	for (j = 0; j + VTPU_VW <= n; j += VTPU_VW)
+		vtpu_unary_step(sub, d + j, a + j, VTPU_VW);
+	if (j < n)
+		vtpu_unary_step(sub, d + j, a + j, n - j);
 }
 
 static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
@@ -862,22 +875,42 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
  * Operand b advances by @bs elements per column: 1, or 0 when one value
  * serves the whole row. Both are specialised.
  */
+/* @w <= VTPU_VW lanes of a BINARY row; b is @bv when @one_b. */
+static __always_inline void vtpu_binary_step(u8 sub, float *d, const float *a,
+					     const float *b, VTPU_VF bv,
+					     const bool one_b, u32 w)
+{
+	VTPU_VF y = one_b ? bv : vtpu_vload_n(b, w);
+
+	vtpu_vstore_n(d, vtpu_vbinary_fn(sub, vtpu_vload_n(a, w), y), w);
+}
+
+/* One BINARY row; @one_b: b is one value for the whole row (a constant). */
+static __always_inline void vtpu_binary_vloop(u8 sub, float *d, const float *a,
+					      const float *b, const bool one_b,
+					      u32 n)
+{
+	VTPU_VF bv = vtpu_splat(b[0]);
+	u32 j;
+
+	for (j = 0; j + VTPU_VW <= n; j += VTPU_VW)
+		vtpu_binary_step(sub, d + j, a + j, b + j, bv, one_b, VTPU_VW);
+	if (j < n)
+		vtpu_binary_step(sub, d + j, a + j, b + j, bv, one_b, n - j);
+}
+
 static __always_inline void vtpu_binary_loop(u8 sub, float *d, const float *a,
 					     const float *b, u32 bs, u32 n)
 {
-	VTPU_VF bv = vtpu_splat(b[0]), y;
-	u32 j, w;
+	u32 j;
 
 	if (sub == VTPU_BINARY_POW) {	/* scalar: a log and an exp */
 		for (j = 0; j < n; j++)
 			d[j] = vtpu_powf(a[j], b[j * bs]);
-		return;
-	}
-	for (j = 0; j < n; j += w) {
-		w = min_t(u32, n - j, VTPU_VW);
-		y = bs ? vtpu_vload_n(b + j, w) : bv;
-		vtpu_vstore_n(d + j, vtpu_vbinary_fn(sub, vtpu_vload_n(a + j, w), y),
-			      w);
+	} else if (bs) {
+		vtpu_binary_vloop(sub, d, a, b, false, n);
+	} else {
+		vtpu_binary_vloop(sub, d, a, b, true, n);
 	}
 }
 
@@ -909,19 +942,36 @@ static void vtpu_binary_row(u8 sub, float *d, const float *a, const float *b,
 	}
 }
 
+static __always_inline void vtpu_cmp_step(u8 sub, float *d, const float *a,
+					  const float *b, VTPU_VF bv,
+					  const bool one_b, u32 w)
+{
+	const VTPU_VI one = (VTPU_VI)vtpu_splat(1.0f);
+	VTPU_VF y = one_b ? bv : vtpu_vload_n(b, w);
+
+	vtpu_vstore_n(d, (VTPU_VF)(vtpu_vcmp_fn(sub, vtpu_vload_n(a, w), y) &
+				   one), w);
+}
+
+static __always_inline void vtpu_cmp_vloop(u8 sub, float *d, const float *a,
+					   const float *b, const bool one_b, u32 n)
+{
+	VTPU_VF bv = vtpu_splat(b[0]);
+	u32 j;
+
+	for (j = 0; j + VTPU_VW <= n; j += VTPU_VW)
+		vtpu_cmp_step(sub, d + j, a + j, b + j, bv, one_b, VTPU_VW);
+	if (j < n)
+		vtpu_cmp_step(sub, d + j, a + j, b + j, bv, one_b, n - j);
+}
+
 static __always_inline void vtpu_cmp_loop(u8 sub, float *d, const float *a,
 					  const float *b, u32 bs, u32 n)
 {
-	const VTPU_VI one = (VTPU_VI)vtpu_splat(1.0f);
-	VTPU_VF bv = vtpu_splat(b[0]), x, y;
-	u32 j, w;
-
-	for (j = 0; j < n; j += w) {
-		w = min_t(u32, n - j, VTPU_VW);
-		x = vtpu_vload_n(a + j, w);
-		y = bs ? vtpu_vload_n(b + j, w) : bv;
-		vtpu_vstore_n(d + j, (VTPU_VF)(vtpu_vcmp_fn(sub, x, y) & one), w);
-	}
+	if (bs)
+		vtpu_cmp_vloop(sub, d, a, b, false, n);
+	else
+		vtpu_cmp_vloop(sub, d, a, b, true, n);
 }
 
 static void vtpu_cmp_row(u8 sub, float *d, const float *a, const float *b,
@@ -950,19 +1000,36 @@ static void vtpu_cmp_row(u8 sub, float *d, const float *a, const float *b,
 }
 
 /* Copies, not arithmetic: the selected value's bits are kept. */
+static __always_inline void vtpu_select_step(float *d, const float *a,
+					     const float *b, VTPU_VF bv,
+					     const bool one_b, u32 w)
+{
+	VTPU_VF zero = {}, c = vtpu_vload_n(d, w);
+	VTPU_VF y = one_b ? bv : vtpu_vload_n(b, w);
+
+	vtpu_vstore_n(d, vtpu_vblend(c != zero, vtpu_vload_n(a, w), y), w);
+}
+
+static __always_inline void vtpu_select_vloop(float *d, const float *a,
+					      const float *b, const bool one_b,
+					      u32 n)
+{
+	VTPU_VF bv = vtpu_splat(b[0]);
+	u32 j;
+
+	for (j = 0; j + VTPU_VW <= n; j += VTPU_VW)
+		vtpu_select_step(d + j, a + j, b + j, bv, one_b, VTPU_VW);
+	if (j < n)
+		vtpu_select_step(d + j, a + j, b + j, bv, one_b, n - j);
+}
+
 static void vtpu_select_row(float *d, const float *a, const float *b, u32 bs,
 			    u32 n)
 {
-	VTPU_VF bv = vtpu_splat(b[0]), zero = {}, c, y;
-	u32 j, w;
-
-	for (j = 0; j < n; j += w) {
-		w = min_t(u32, n - j, VTPU_VW);
-		c = vtpu_vload_n(d + j, w);
-		y = bs ? vtpu_vload_n(b + j, w) : bv;
-		vtpu_vstore_n(d + j, vtpu_vblend(c != zero, vtpu_vload_n(a + j, w), y),
-			      w);
-	}
+	if (bs)
+		vtpu_select_vloop(d, a, b, false, n);
+	else
+		vtpu_select_vloop(d, a, b, true, n);
 }
 
 /* Row @r of operand b of a BINARY, CMP or SELECT, and its step @bs. */

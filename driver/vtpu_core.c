@@ -125,9 +125,12 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 		/* Instructions completed: one cut off by a timeout is not. */
 		*insns = exec->insns;
 
-		/* Only this core's worker writes it. */
+		/* Only this core's worker writes them. */
 		if (t - now > atomic64_read(&core->section_max_ns))
 			atomic64_set(&core->section_max_ns, t - now);
+		if (exec->work > atomic64_read(&core->section_max_work))
+			atomic64_set(&core->section_max_work, exec->work);
+		atomic64_inc(&core->sections);
 		cond_resched();
 	}
 	/* 1 at END, or the program's fault (-ERANGE: a gather index). */
@@ -358,12 +361,14 @@ static int vtpu_cores_show(struct seq_file *m, void *unused)
 	for (i = 0; i < vdev->num_cores; i++) {
 		struct vtpu_core *core = &vdev->cores[i];
 
-		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld section_max_ns %lld chained %lld\n",
+		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld section_max_ns %lld chained %lld sections %lld section_max_work %lld\n",
 			   i, atomic64_read(&core->jobs),
 			   atomic64_read(&core->timeouts),
 			   atomic64_read(&core->busy_ns),
 			   atomic64_read(&core->section_max_ns),
-			   atomic64_read(&core->chained));
+			   atomic64_read(&core->chained),
+			   atomic64_read(&core->sections),
+			   atomic64_read(&core->section_max_work));
 	}
 	return 0;
 }
@@ -373,15 +378,18 @@ static int vtpu_cores_open(struct inode *inode, struct file *file)
 	return single_open(file, vtpu_cores_show, inode->i_private);
 }
 
-/* Any write resets section_max_ns, so a test can measure one job. */
+/* Any write resets the section statistics, so a test can measure one job. */
 static ssize_t vtpu_cores_write(struct file *file, const char __user *buf,
 				size_t len, loff_t *pos)
 {
 	struct vtpu_device *vdev = file_inode(file)->i_private;
 	unsigned int i;
 
-	for (i = 0; i < vdev->num_cores; i++)
+	for (i = 0; i < vdev->num_cores; i++) {
 		atomic64_set(&vdev->cores[i].section_max_ns, 0);
+		atomic64_set(&vdev->cores[i].sections, 0);
+		atomic64_set(&vdev->cores[i].section_max_work, 0);
+	}
 	return len;
 }
 

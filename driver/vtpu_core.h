@@ -33,8 +33,13 @@ struct vtpu_job;
  * @timeouts: jobs aborted at the job timeout
  * @chained: jobs that ran chained behind another (vtpu_job_chain())
  * @busy_ns: time spent executing jobs
- * @section_max_ns: longest non-preemptible (FPU) section so far; debugfs
- *	shows it, and writing to debugfs "cores" resets it
+ * @section_max_ns: longest non-preemptible (FPU) section so far
+ * @sections: FPU sections run so far
+ * @section_max_work: most executor work (VTPU_EXEC_BUDGET's units) done
+ *	in one section so far; unlike @section_max_ns, no host or hypervisor
+ *	preemption inflates it
+ *
+ * debugfs "cores" shows the last three, and any write to it resets them.
  */
 struct vtpu_core {
 	struct vtpu_device *vdev;
@@ -54,6 +59,8 @@ struct vtpu_core {
 	atomic64_t chained;
 	atomic64_t busy_ns;
 	atomic64_t section_max_ns;
+	atomic64_t sections;
+	atomic64_t section_max_work;
 };
 
 int vtpu_cores_init(struct vtpu_device *vdev);

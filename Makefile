@@ -36,9 +36,9 @@ SAN := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer 
 
 # The executor and validator are plain C shared by vtpu.ko and userspace
 # (host backend, unit tests, benchmarks). No FMA contraction and no
-# -march: results must be bit-identical to the kernel's builds. The
-# executor is built three times, as in driver/Kbuild: SSE2, AVX2 and
-# AVX-512F, chosen at run time.
+# -march: results must be bit-identical to the kernel's builds (MATMUL's
+# fused multiply-adds are explicit). The executor is built three times,
+# as in driver/Kbuild: SSE2, AVX2+FMA and AVX-512F, chosen at run time.
 EXEC_SRCS := $(wildcard driver/vtpu_prog.c driver/vtpu_exec.c \
 	driver/vtpu_exec_avx2.c driver/vtpu_exec_avx512.c)
 EXEC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -ffp-contract=off \
@@ -336,7 +336,7 @@ $(EXAMPLE): $(BUILD)/examples/readme_mlp.c $(BUILD)/include/vtpu/vtpu.h $(LIBVTP
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(BUILD)/include -o $@ $< \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lvtpu
 
-EXEC_ISA_avx2 := -mavx2
+EXEC_ISA_avx2 := -mavx2 -mfma
 EXEC_ISA_avx512 := -mavx512f
 exec_isa = $(EXEC_ISA_$(patsubst vtpu_exec_%,%,$(basename $(notdir $1))))
 

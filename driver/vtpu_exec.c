@@ -20,9 +20,10 @@
  * here. VMEM must be 4-byte aligned (the kernel's is vmalloc'ed).
  *
  * What the ISA leaves to the executor, decided here:
- * - MATMUL adds the products in k order into an f32 accumulator that
- *   starts at d (VTPU_F_ACC) or at +0: ((init + a0 b0) + a1 b1) + ...;
- *   a NaN result is 0x7fc00000.
+ * - MATMUL accumulates the products in k order into an f32 accumulator
+ *   that starts at d (VTPU_F_ACC) or at +0, each step one fused
+ *   multiply-add (IEEE fusedMultiplyAdd, rounded once):
+ *   fma(a1, b1, fma(a0, b0, init)) ...; a NaN result is 0x7fc00000.
  *   REDUCE folds along its axis in index order, starting from d (ACC) or
  *   from the first element.
  * - MAX and MIN propagate NaN and order -0 below +0 (IEEE 754-2019
@@ -50,7 +51,8 @@
  * which name their build in VTPU_EXEC_ISA. What is compiled differs in
  * vector width only: -ffp-contract=off everywhere, so elementwise code
  * the compiler vectorizes computes the same IEEE operations in any width,
- * and so does MATMUL's explicitly vectorized multiply-add. The plain
+ * and MATMUL's explicitly vectorized multiply-add is fused in every
+ * build (an FMA instruction, or its exact emulation: see vtpu_vmadd()). The plain
  * build also holds what does not depend on the ISA: vtpu_exec_init() and
  * the dispatch.
  */
@@ -69,7 +71,8 @@
 
 /*
  * MATMUL's vector: VTPU_VW f32 lanes in one register (GCC vector
- * extensions, no intrinsics: the kernel has no <immintrin.h>). One work
+ * extensions and, for FMA, the compiler's builtins: the kernel has no
+ * <immintrin.h>). One work
  * unit (see VTPU_W_INSN) pays for VTPU_VW / 4 lanes' multiply-adds: a
  * register's worth costs about the same whatever its width.
  */
@@ -1608,7 +1611,8 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 #endif
 #define VTPU_NV		2			/* vectors per row of a block */
 #define VTPU_NR		(VTPU_NV * VTPU_VW)
-#define VTPU_KC		VTPU_EXEC_KC
+/* Shorter panels where the multiply-adds are emulated: shorter pieces. */
+#define VTPU_KC		(VTPU_MM_FUSED ? VTPU_EXEC_KC : VTPU_EXEC_KC / 2)
 #define VTPU_MC		(4 * VTPU_MR)
 
 /* An operand: element (i, k) of op(a), or (k, j) of op(b), in bytes. */
@@ -1640,11 +1644,85 @@ static __always_inline float vtpu_mm_load(const u8 *p, bool bf16)
 	return f;
 }
 
-/* c + a b, the product rounded first (-ffp-contract=off: never fused). */
+/*
+ * MATMUL's multiply-add is fused: c + a b rounded once, the IEEE
+ * fusedMultiplyAdd, as the FMA instructions of AVX2 and AVX-512 compute
+ * it. A build without them (SSE2, or clang's fuzzers, which get no -m
+ * flags) computes the same bits from doubles: a b is exact in double,
+ * Knuth's TwoSum gives p + c and its exact error, and the sum rounded to
+ * odd (truncated, last bit set if inexact) rounds correctly to f32, which
+ * has fewer than 53 - 2 bits (Boldo and Melquiond, "When double rounding
+ * is odd", 2005). Infinities and NaNs come out of the double sum as they
+ * would from the fused one; the MATMUL's NaN is canonical anyway.
+ */
+#if defined(__AVX512F__)
+#define VTPU_MM_FUSED	1
+#define VTPU_MM_COST	1
 static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
 {
-	return c + a * b;
+	return __builtin_ia32_vfmaddps512_mask(a, b, c, (u16)~0, 4);
 }
+#elif defined(__FMA__) && VTPU_VW == 8
+#define VTPU_MM_FUSED	1
+#define VTPU_MM_COST	1
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+	return __builtin_ia32_vfmaddps256(a, b, c);
+}
+#else
+#define VTPU_MM_FUSED	0
+/* Work units per multiply-add, as measured against the fused builds. */
+#define VTPU_MM_COST	8
+#if VTPU_VW != 4
+#error "an executor build with vectors wider than SSE's needs FMA (-mfma)"
+#endif
+#define VTPU_VH float __attribute__((vector_size(8)))
+#define VTPU_VU unsigned long long __attribute__((vector_size(16)))
+
+static __always_inline VTPU_VD vtpu_vfma_d(VTPU_VD a, VTPU_VD b, VTPU_VD c)
+{
+	VTPU_VD p = a * b, s = p + c, t = s - p;
+	VTPU_VD err = (p - (s - t)) + (c - t);
+	VTPU_VL nonzero = err != 0, finite = s - s == 0;
+	VTPU_VL eneg = err < 0, sneg = s < 0;
+	VTPU_VU inexact, inside, odd;
+
+	/*
+	 * Plain bit masks from here on: GCC would otherwise turn the
+	 * compares' truth values into lane-by-lane selects.
+	 */
+	__asm__("" : "+x" (nonzero), "+x" (finite), "+x" (eneg), "+x" (sneg));
+	/* all ones where the sum is finite and inexact */
+	inexact = (VTPU_VU)nonzero & (VTPU_VU)finite;
+	/* all ones where the exact sum lies between s and zero */
+	inside = inexact & ((VTPU_VU)eneg ^ (VTPU_VU)sneg);
+	/* 1 where inexact: a shift, as SSE2 has no 64-bit compare */
+	odd = inexact >> 63;
+
+	return (VTPU_VD)(((VTPU_VU)s + inside) | odd);
+}
+
+static __always_inline VTPU_VD vtpu_vwiden(VTPU_VH h)
+{
+	return __builtin_convertvector(h, VTPU_VD);
+}
+
+/* fma() of two lanes, @lanes: "0, 1" or "2, 3" */
+#define VTPU_VFMA_HALF(a, b, c, lanes...) \
+	__builtin_convertvector( \
+		vtpu_vfma_d(vtpu_vwiden(__builtin_shufflevector(a, a, lanes)), \
+			    vtpu_vwiden(__builtin_shufflevector(b, b, lanes)), \
+			    vtpu_vwiden(__builtin_shufflevector(c, c, lanes))), \
+		VTPU_VH)
+
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+	VTPU_VH lo = VTPU_VFMA_HALF(a, b, c, 0, 1);
+	VTPU_VH hi = VTPU_VFMA_HALF(a, b, c, 2, 3);
+
+	return __builtin_shufflevector(lo, hi, 0, 1, 2, 3);
+}
+#endif
 
 /* Stores @v, any NaN as the quiet NaN (see above). */
 static __always_inline void vtpu_mm_store(float *p, VTPU_VF v)
@@ -1796,15 +1874,17 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
  * A piece of MATMUL is VTPU_MC rows of d through one panel of b: VTPU_KC
  * steps of k by VTPU_NR columns, packed by the panel's first piece. e->cur
  * holds the next piece's first k, column and row, in the loop order kb,
- * jb, ib. Besides the multiply-adds (see VTPU_MADDS_PER_UNIT; twice that with a
- * bf16 operand, widened as it is loaded), a piece costs its passage
- * through d and its part of a, and the first one of a panel packs it.
+ * jb, ib. Besides the multiply-adds (see VTPU_MADDS_PER_UNIT and
+ * VTPU_MM_COST; twice that with a bf16 operand, widened as it is loaded),
+ * a piece costs its passage through d and its part of a, and the first
+ * one of a panel packs it.
  */
 #define VTPU_W_PACK	8	/* per element of b packed */
 #define VTPU_W_D	8	/* per element of d loaded and stored */
 #define VTPU_W_A	4	/* per element of a */
 #define VTPU_MM_PIECE_MAX	(VTPU_MC * VTPU_KC * \
-				 (VTPU_NR * 2 / VTPU_MADDS_PER_UNIT + \
+				 (VTPU_NR * 2 * VTPU_MM_COST / \
+				  VTPU_MADDS_PER_UNIT + \
 				  VTPU_W_A) + \
 				 VTPU_NR * (VTPU_KC * VTPU_W_PACK + \
 					    VTPU_MC * VTPU_W_D) + VTPU_W_PIECE)
@@ -1858,7 +1938,8 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 		.k = trans_a ? ta->rows : ta->cols,
 		.acc = in->flags & VTPU_F_ACC,
 	};
-	u32 w = VTPU_NR * (1 + (mm.a.bf16 || mm.b.bf16)) / VTPU_MADDS_PER_UNIT;
+	u32 w = VTPU_NR * (1 + (mm.a.bf16 || mm.b.bf16)) * VTPU_MM_COST /
+		VTPU_MADDS_PER_UNIT;
 	struct vtpu_exec_cursor *c = &e->cur;
 	u32 kc, mc, nr;
 
@@ -1965,6 +2046,7 @@ static bool vtpu_exec_cpu_has(enum vtpu_exec_isa isa)
 		       cpu_has_xfeatures(ymm | XFEATURE_MASK_AVX512, NULL);
 	case VTPU_EXEC_AVX2:
 		return boot_cpu_has(X86_FEATURE_AVX2) &&
+		       boot_cpu_has(X86_FEATURE_FMA) &&
 		       cpu_has_xfeatures(ymm, NULL);
 	default:
 		return true;
@@ -1979,7 +2061,8 @@ static bool vtpu_exec_cpu_has(enum vtpu_exec_isa isa)
 	case VTPU_EXEC_AVX512:
 		return __builtin_cpu_supports("avx512f");
 	case VTPU_EXEC_AVX2:
-		return __builtin_cpu_supports("avx2");
+		return __builtin_cpu_supports("avx2") &&
+		       __builtin_cpu_supports("fma");
 	default:
 		return true;
 	}

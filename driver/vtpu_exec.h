@@ -52,7 +52,7 @@ struct vtpu_exec_cursor {
 /**
  * enum vtpu_exec_isa - the builds of the executor, by vector instructions
  * @VTPU_EXEC_SSE2: SSE2, what every x86-64 CPU has
- * @VTPU_EXEC_AVX2: AVX2 (256-bit vectors)
+ * @VTPU_EXEC_AVX2: AVX2 and FMA (256-bit vectors)
  * @VTPU_EXEC_AVX512: AVX-512F (512-bit vectors)
  * @VTPU_EXEC_ISA_NR: how many there are
  *

@@ -17,8 +17,9 @@
  * Tolerances, per function:
  *   bit for bit: NEG ABS COPY RELU SQRT RECIP; ADD SUB MUL DIV MAX MIN;
  *     CMP; SELECT; FILL; IOTA; CONVERT; TRANSPOSE; DMA; REDUCE MAX MIN;
- *     MATMUL and REDUCE SUM against the sequential f32 sum the executor
- *     documents (init, then + a[0]b[0], + a[1]b[1], ...);
+ *     MATMUL against the sequence of fused multiply-adds the executor
+ *     documents (libm's fmaf: init, then + a[0]b[0], + a[1]b[1], ...,
+ *     each rounded once), REDUCE SUM against the sequential f32 sum;
  *   MATMUL and REDUCE SUM against the exact (double) sum:
  *     (k + 1) * 2^-24 * (|init| + sum |terms|);
  *   EXP LOG TANH SIGMOID GELU RSQRT POW: at most 1 ulp from libm's double
@@ -1246,10 +1247,7 @@ static int check_matmul(struct __test_metadata *_metadata, uint32_t m,
 					       getv(&r, &a, i, p);
 				float y = tb ? getv(&r, &b, j, p) :
 					       getv(&r, &b, p, j);
-				/* volatile: rounded to f32 even where FMA exists */
-				volatile float prod = x * y;
-
-				s = s + prod;
+				s = fmaf(x, y, s);
 				e += (double)x * y;
 				mag += fabs((double)x * y);
 			}
@@ -1352,16 +1350,50 @@ static float hard_float(void)
 }
 
 /*
- * One k step with ACC is one product and one sum per element: the outer
- * product d[i][j] = d[i][j] + a[i] b[j] must be exactly that, the product
- * rounded first, on every build, for subnormals, overflow, cancellation
- * (d = -a b rounded) and specials.
+ * Runs d += a b for a column a and a row b and counts the elements of d
+ * that differ from @want (NaN: the quiet NaN), logging the first.
  */
-TEST(matmul_single_step_rounds_the_product_then_the_sum)
+static int run_outer_product(struct __test_metadata *_metadata,
+			     struct rig *r, struct vtpu_tile a,
+			     struct vtpu_tile b, struct vtpu_tile d,
+			     const float *want)
+{
+	uint32_t i, j;
+	int bad = 0;
+
+	vtpu_asm_matmul(&r->as, d, a, b, VTPU_F_ACC);
+	if (rig_run(r)) {
+		TH_LOG("rejected: %s", r->why);
+		return -1;
+	}
+	for (i = 0; i < d.rows; i++) {
+		for (j = 0; j < d.cols; j++) {
+			float w = want[i * d.cols + j], got = getf(r, &d, i, j);
+			uint32_t wb = isnan(w) ? 0x7fc00000u : f32_bits(w);
+
+			if (f32_bits(got) == wb)
+				continue;
+			if (!bad++)
+				TH_LOG("[%u][%u]: %a * %a + ... = %a, want %a",
+				       i, j, getf(r, &a, i, 0),
+				       getf(r, &b, 0, j), got, w);
+		}
+	}
+	return bad;
+}
+
+/*
+ * One k step with ACC is one fused multiply-add per element: the outer
+ * product d[i][j] = d[i][j] + a[i] b[j] must be exactly libm's fmaf(),
+ * rounded once, on every build (the SSE2 build emulates it), for
+ * subnormals, overflow, cancellation (d = -a b rounded, leaving the
+ * product's rounding error) and specials.
+ */
+TEST(matmul_single_step_is_one_fused_multiply_add)
 {
 	const uint32_t m = 96, n = 96;
 	struct vtpu_tile a, b, d;
-	uint32_t i, j, bad = 0;
+	uint32_t i, j;
 	float *want;
 	struct rig r;
 
@@ -1383,25 +1415,57 @@ TEST(matmul_single_step_rounds_the_product_then_the_sum)
 			float c = rng_below(3) ? hard_float() : -prod;
 
 			setf(&r, &d, i, j, c);
-			want[i * n + j] = c + prod;
+			want[i * n + j] = fmaf(x, y, c);
 		}
 	}
-	vtpu_asm_matmul(&r.as, d, a, b, VTPU_F_ACC);
-	ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+	EXPECT_EQ(0, run_outer_product(_metadata, &r, a, b, d, want));
+	free(want);
+	rig_fini(&r);
+}
+
+/*
+ * Where rounding twice goes wrong: c has an odd last bit and a b is just
+ * under half of c's ulp, so the exact sum is just under the midpoint
+ * between c and its neighbour. Rounded once, that is c; the sum rounded
+ * to double first lands on the midpoint, which then rounds to the even
+ * neighbour. Every column has its own binade, every row its own c.
+ */
+TEST(matmul_fused_multiply_add_rounds_once)
+{
+	const uint32_t m = 64, n = 44;
+	struct vtpu_tile a, b, d;
+	uint32_t i, j;
+	float *want;
+	struct rig r;
+
+	rig_init(&r, 78);
+	a = rig_tile(&r, VTPU_DT_F32, m, 1);
+	b = rig_tile(&r, VTPU_DT_F32, 1, n);
+	d = rig_tile(&r, VTPU_DT_F32, m, n);
+	want = malloc(sizeof(*want) * m * n);
+	ASSERT_NE(NULL, want);
+	/* a b = 2^e (1 - 2^-46): 1 + 2^-23 times 2^e (1 - 2^-23) */
+	for (i = 0; i < m; i++)
+		setf(&r, &a, i, 0, 1 + 0x1p-23f);
+	for (j = 0; j < n; j++)
+		setf(&r, &b, 0, j, ldexpf(1 - 0x1p-23f, (int)j * 5 - 120));
 	for (i = 0; i < m; i++) {
 		for (j = 0; j < n; j++) {
-			float w = want[i * n + j], got = getf(&r, &d, i, j);
-			uint32_t wb = isnan(w) ? 0x7fc00000u : f32_bits(w);
+			/* c in [2^(e+24), 2^(e+25)): its half ulp is 2^e */
+			uint32_t odd = (uint32_t)rng_below(1u << 22) * 2 + 1;
+			float c = ldexpf(1 + odd * 0x1p-23f, (int)j * 5 - 96);
+			float x = getf(&r, &a, i, 0), y = getf(&r, &b, 0, j);
 
-			if (f32_bits(got) == wb)
-				continue;
-			if (!bad++)
-				TH_LOG("[%u][%u]: %a * %a + ... = %a, want %a",
-				       i, j, getf(&r, &a, i, 0),
-				       getf(&r, &b, 0, j), got, w);
+			if (i & 1)
+				c = -c;
+			setf(&r, &d, i, j, c);
+			want[i * n + j] = fmaf(x, y, c);
+			/* The case is what it says: once rounded, c itself. */
+			if (!(i & 1))
+				ASSERT_EQ(f32_bits(c), f32_bits(want[i * n + j]));
 		}
 	}
-	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, run_outer_product(_metadata, &r, a, b, d, want));
 	free(want);
 	rig_fini(&r);
 }

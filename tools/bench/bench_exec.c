@@ -10,6 +10,9 @@
  *	executor's build>, once, then per size
  *	openblas/sgemm-<n>: <GFLOP/s> GFLOP/s
  *	exec/matmul-<n>-vs-openblas: <ratio> x
+ * and last, for every build of the executor this CPU runs (the fastest
+ * is the one above; a build without FMA instructions emulates them),
+ *	exec/matmul-256-<isa>: <GFLOP/s> GFLOP/s
  * each the median of several runs. The executor runs the program a
  * compiler would emit for C = A . B with A, B, C n x n in three bindings
  * and a 4 MiB VMEM: blocks of at most 512 x 512 are loaded by DMA,
@@ -70,11 +73,13 @@ static void *build_program(uint32_t n, size_t *size)
 }
 
 static int run_exec(const struct vtpu_prog_info *info,
-		    const struct vtpu_exec_binding *bind, void *vmem)
+		    const struct vtpu_exec_binding *bind, void *vmem,
+		    enum vtpu_exec_isa isa)
 {
 	struct vtpu_exec e;
 
 	vtpu_exec_init(&e, info, bind, vmem);
+	e.isa = isa;
 	while (!vtpu_exec_step(&e, 64))
 		;
 	return 0;
@@ -94,8 +99,9 @@ static double rel_error(const float *x, const float *ref, size_t count)
 	return sqrt(num / den);
 }
 
-static int bench(uint32_t n, int reps, double *exec_gflops,
-		 double *blas_gflops)
+/* Runs the executor's @isa build and, unless @blas_gflops is NULL, sgemm. */
+static int bench(uint32_t n, int reps, enum vtpu_exec_isa isa,
+		 double *exec_gflops, double *blas_gflops)
 {
 	size_t count = (size_t)n * n, bytes = count * 4, size = 0;
 	float *a = malloc(bytes), *b = malloc(bytes);
@@ -133,18 +139,22 @@ static int bench(uint32_t n, int reps, double *exec_gflops,
 
 	for (r = 0; r < reps; r++) {
 		t0 = bench_now();
-		run_exec(&info, bind, vmem);
+		run_exec(&info, bind, vmem, isa);
 		t[r] = bench_now() - t0;
 	}
 	*exec_gflops = flops / bench_median(t, reps) * 1e-9;
 
-	for (r = 0; r < reps; r++) {
+	for (r = 0; blas_gflops && r < reps; r++) {
 		t0 = bench_now();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n,
 			    1.0f, a, n, b, n, 0.0f, ref, n);
 		t[r] = bench_now() - t0;
 	}
-	*blas_gflops = flops / bench_median(t, reps) * 1e-9;
+	if (blas_gflops)
+		*blas_gflops = flops / bench_median(t, reps) * 1e-9;
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n,
+			    1.0f, a, n, b, n, 0.0f, ref, n);
 
 	e = rel_error(c, ref, count);
 	if (!(e < 1e-5)) {
@@ -167,6 +177,7 @@ int bench_exec(int argc, char **argv)
 	static const struct { uint32_t n; int reps; } sizes[] = {
 		{ 256, 31 }, { 1024, 7 },
 	};
+	enum vtpu_exec_isa isa, best = vtpu_exec_isa_best();
 	double ex, bl;
 	int ret = 0;
 	size_t i;
@@ -175,13 +186,20 @@ int bench_exec(int argc, char **argv)
 	(void)argv;
 	openblas_set_num_threads(1);
 	printf("openblas/core: %s\n", openblas_get_corename());
-	printf("exec/isa: %s\n", vtpu_exec_isa_name(vtpu_exec_isa_best()));
+	printf("exec/isa: %s\n", vtpu_exec_isa_name(best));
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		ret |= bench(sizes[i].n, sizes[i].reps, &ex, &bl);
+		ret |= bench(sizes[i].n, sizes[i].reps, best, &ex, &bl);
 		printf("exec/matmul-%u: %.2f GFLOP/s\n", sizes[i].n, ex);
 		printf("openblas/sgemm-%u: %.2f GFLOP/s\n", sizes[i].n, bl);
 		printf("exec/matmul-%u-vs-openblas: %.3f x\n", sizes[i].n,
 		       ex / bl);
+	}
+	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++) {
+		if (!vtpu_exec_isa_supported(isa))
+			continue;
+		ret |= bench(256, 11, isa, &ex, NULL);
+		printf("exec/matmul-256-%s: %.2f GFLOP/s\n",
+		       vtpu_exec_isa_name(isa), ex);
 	}
 	return ret;
 }

@@ -352,12 +352,12 @@ $(BUILD)/obj-san/%.o: driver/%.c $(EXEC_HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(EXEC_CFLAGS) $(call exec_isa,$@) $(SAN) -c -o $@ $<
 
-$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile \
+$(BUILD)/obj/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) $(EXEC_HDRS) uapi/drm/vtpu_accel.h Makefile \
 		| $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) uapi/drm/vtpu_accel.h Makefile \
+$(BUILD)/obj-san/rt/%.o: runtime/%.c $(RT_HDRS) $(CC_HDRS) $(EXEC_HDRS) uapi/drm/vtpu_accel.h Makefile \
 		| $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) $(SAN) -c -o $@ $<

@@ -108,6 +108,19 @@ struct loc loc_of(struct cg *c, int v)
 	return l;
 }
 
+int cg_values_meet(struct cg *c, int x, int y)
+{
+	const struct ir_graph *g = c->g;
+	int rx = node_root(g, x), ry = node_root(g, y);
+	struct loc a = loc_of(c, rx), b = loc_of(c, ry);
+	uint64_t ea = a.off + (uint64_t)shape_elems(&g->nodes[rx].shape) *
+		      dt_size(a.dt);
+	uint64_t eb = b.off + (uint64_t)shape_elems(&g->nodes[ry].shape) *
+		      dt_size(b.dt);
+
+	return a.binding == b.binding && a.off < eb && b.off < ea;
+}
+
 struct loc loc_add(struct loc l, uint64_t bytes)
 {
 	l.off += bytes;
@@ -216,6 +229,8 @@ static void gen_kernel(struct cg *c, const int *nodes, int nn, int id)
 	if (!nn || !kernel_has_code(g, nodes, nn))
 		return;
 	kernel_name(g, nodes, nn, id, name, sizeof(name));
+	/* A kernel reads what the ones before it stored, lanes and all. */
+	emit_kernel(&c->e);
 	emit_op(&c->e, VTPU_OP_TRACE, 0, 0, emit_meta(&c->e, name), none, none,
 		none);
 	if (nn == 1 && n->op == OP_P_REDUCE_LAST)
@@ -280,6 +295,7 @@ static void gen_output_copies(struct cg *c, int *nkernels)
 		    output_of(g, node_root(g, v)) == k)
 			continue;
 		snprintf(name, sizeof(name), "k%d:out%d", (*nkernels)++, k);
+		emit_kernel(&c->e);
 		emit_op(&c->e, VTPU_OP_TRACE, 0, 0, emit_meta(&c->e, name),
 			none, none, none);
 		dst.binding = c->nparams + k;
@@ -438,6 +454,25 @@ static int make_consts(struct cg *c)
 	return 0;
 }
 
+/*
+ * Lanes: a device of several cores gets programs whose big kernels split
+ * their tiles among as many lanes (uapi/drm/vtpu_isa.h), one per core,
+ * each with its share of VMEM, so the cores can run them at once; every
+ * kernel then plans its tiles for one lane's VMEM. Not when that share
+ * would be under 64 KiB: tiles that small cost more than a core gains.
+ */
+static void plan_lanes(struct cg *c, const struct vtpu_device_params *dev)
+{
+	uint32_t lanes = dev->num_cores < VTPU_MAX_LANES ? dev->num_cores :
+			 VTPU_MAX_LANES;
+
+	if (lanes < 2 || c->vmem / lanes < (64u << 10))
+		return;
+	c->e.lanes = lanes;
+	c->e.lane_size = c->vmem / lanes & ~63u;
+	c->vmem = c->e.lane_size;
+}
+
 /* The finished program must pass the same validator the kernel runs. */
 static int finish(struct cg *c, const struct vtpu_device_params *dev,
 		  struct vtpu_program *prog)
@@ -448,6 +483,13 @@ static int finish(struct cg *c, const struct vtpu_device_params *dev,
 	uint32_t vmem = (c->e.vmem_used + 63) & ~63u;
 	int i;
 
+	/*
+	 * Each lane's VMEM is the same share of the header's; a program
+	 * whose kernels all stayed in lane 0 needs no lanes, and its VMEM is
+	 * what it uses (which the core clears before each job).
+	 */
+	if (c->e.lanes_ever)
+		vmem = c->e.lanes * c->e.lane_size;
 	if (prog->nbindings > VTPU_MAX_BINDINGS)
 		return cg_fail(c, E2BIG, "%d bindings, the limit is %d",
 			       prog->nbindings, VTPU_MAX_BINDINGS);
@@ -524,6 +566,7 @@ int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 	if (c.vmem < 4096)
 		cg_fail(&c, EINVAL, "VMEM of %llu bytes is too small",
 			(unsigned long long)dev->vmem_size);
+	plan_lanes(&c, dev);
 	if (!c.ret)
 		make_bindings(&c, prog);
 	if (!c.ret)
@@ -533,6 +576,7 @@ int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 	if (!c.ret)
 		gen_output_copies(&c, &nkernels);
 	if (!c.ret) {
+		emit_barrier(&c.e);
 		emit_op(&c.e, VTPU_OP_END, 0, 0, 0, vtile(0, 0, 0, 0, 0),
 			vtile(0, 0, 0, 0, 0), vtile(0, 0, 0, 0, 0));
 		finish(&c, dev, prog);

@@ -311,6 +311,13 @@ void copy_block(struct cg *c, struct loc src, int64_t s0, int64_t s1,
 	for (r = 0; r < rows; r += tr) {
 		for (j = 0; j < cols; j += tc) {
 			int64_t nr = min64(tr, rows - r), nc = min64(tc, cols - j);
+			uint64_t at = dst.off + (r * d0 + j) * es;
+
+			/* a kernel that splits its copies: lane by destination */
+			if (c->lane_dst_bytes && dst.binding == c->lane_dst_binding &&
+			    at >= c->lane_dst_base)
+				emit_lane(&c->e, emit_lane_of(&c->e,
+					at - c->lane_dst_base, c->lane_dst_bytes));
 
 			copy_tile(c, k, loc_add(src, (r * s0 + j * s1) * es),
 				  s0, s1, loc_add(dst, (r * d0 + j) * es), d0,
@@ -414,6 +421,13 @@ void gen_p_copy(struct cg *c, int v)
 	shape_vector(dims, str, r);
 	inner = dims[r - 2] * dims[r - 1];
 	dof = 0;
+	/* Tiles are independent unless the copy lands where it reads. */
+	if (!cg_values_meet(c, v, n->in[0]) &&
+	    shape_elems(&n->shape) >= CG_LANES_MIN_WORK / 4) {
+		c->lane_dst_binding = dst.binding;
+		c->lane_dst_base = dst.off;
+		c->lane_dst_bytes = (uint64_t)shape_elems(&n->shape) * es;
+	}
 	do {
 		so = n->a.view.offset;
 		for (i = 0; i < r - 2; i++)
@@ -423,6 +437,7 @@ void gen_p_copy(struct cg *c, int v)
 			   dims[r - 1]);
 		dof += inner;
 	} while (next_outer(r, dims, idx));
+	c->lane_dst_bytes = 0;
 }
 
 /* Each operand is a [outer x inner_k] block of the [outer x sum] output. */

@@ -153,6 +153,10 @@ static void put_insn(FILE *f, const struct vtpu_insn *in, const char *meta,
 		fprintf(f, ".%s", sub);
 	put_flags(f, in->flags);
 	fputc(' ', f);
+	if (in->op == VTPU_OP_LANE) {
+		fprintf(f, "%u", in->imm);
+		return;
+	}
 	if (in->op == VTPU_OP_TRACE) {
 		name = meta_name(meta, meta_size, in->imm);
 		fprintf(f, "%u \"%s\"", in->imm, name ? name : "");

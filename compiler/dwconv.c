@@ -273,6 +273,8 @@ void gen_dwconv(struct cg *c, int v)
 		.out = loc_of(c, v),
 	};
 	int64_t n, c0, cc, oh0, ohb, es = dt_size(d.w.dt), i;
+	int64_t items, item = 0, wc0 = -1;
+	uint32_t lane, wlane = UINT32_MAX;
 
 	if (c->ret)
 		return;
@@ -292,14 +294,31 @@ void gen_dwconv(struct cg *c, int v)
 	d.nplanes = __builtin_popcount(d.rmask) * __builtin_popcount(d.cmask);
 	if (pick(&d))
 		return;
+	/*
+	 * Bands are independent: split them among lanes (in order, so a
+	 * lane's bands of one chunk share its weights), unless the output
+	 * lies where the input or the weights are.
+	 */
+	items = cdiv(d.C, d.cc) * xs->dims[0] * cdiv(d.OH, d.ohb);
+	if (cg_values_meet(c, v, nd->in[0]) || cg_values_meet(c, v, nd->in[1]) ||
+	    (double)shape_elems(&nd->shape) * d.taps < CG_LANES_MIN_WORK)
+		items = 1;
 	for (c0 = 0; c0 < d.C; c0 += d.cc) {
 		cc = d.C - c0 < d.cc ? d.C - c0 : d.cc;
-		/* this chunk's weights: channel a row, tap a column */
-		emit_dma(&c->e, 0, ftile(d.wraw, cc, d.taps, d.taps), d.w.binding,
-			 d.w.off + c0 * d.taps * es, d.taps * es, d.w.dt);
 		for (n = 0; n < xs->dims[0]; n++)
 			for (oh0 = 0; oh0 < d.OH; oh0 += d.ohb) {
 				ohb = d.OH - oh0 < d.ohb ? d.OH - oh0 : d.ohb;
+				lane = emit_lane_of(&c->e, item++, items);
+				emit_lane(&c->e, lane);
+				/* the chunk's weights: channel a row, tap a column */
+				if (c0 != wc0 || lane != wlane)
+					emit_dma(&c->e, 0,
+						 ftile(d.wraw, cc, d.taps, d.taps),
+						 d.w.binding,
+						 d.w.off + c0 * d.taps * es,
+						 d.taps * es, d.w.dt);
+				wc0 = c0;
+				wlane = lane;
 				load_band(&d, n, c0, cc, d.sh * oh0, ohb);
 				band_out(&d, n, c0, cc, oh0, ohb);
 			}

@@ -79,6 +79,70 @@ struct vtpu_tile vtile(uint32_t addr, uint32_t rows, uint32_t cols,
 	return t;
 }
 
+/* Moves a tile into the current lane's VMEM. */
+static void lane_tile(const struct emit *e, struct vtpu_tile *t)
+{
+	if (t->rows)
+		t->addr += e->vmem_base;
+}
+
+void emit_kernel(struct emit *e)
+{
+	if (e->lanes_used)
+		emit_barrier(e);
+	e->kernel_at = e->n;
+}
+
+void emit_lane(struct emit *e, uint32_t lane)
+{
+	struct vtpu_insn in = { .op = VTPU_OP_LANE, .imm = lane };
+	struct vtpu_insn bar = { .op = VTPU_OP_BARRIER };
+
+	if (e->lanes < 2 || lane == e->lane)
+		return;
+	/*
+	 * The first lane but 0 in a phase that holds earlier kernels' code
+	 * (lane 0's): a BARRIER goes in front of this kernel, which may
+	 * read what they stored. Straight-line code moves freely.
+	 */
+	if (lane && !e->lanes_used && e->kernel_at > e->phase_at) {
+		emit_insn(e, &bar);
+		if (e->failed)
+			return;
+		memmove(e->code + e->kernel_at + 1, e->code + e->kernel_at,
+			(e->n - 1 - e->kernel_at) * sizeof(*e->code));
+		e->code[e->kernel_at] = bar;
+		e->phase_at = ++e->kernel_at;
+	}
+	emit_insn(e, &in);
+	e->lane = lane;
+	e->vmem_base = lane * e->lane_size;
+	e->lanes_used |= lane != 0;
+	e->lanes_ever |= lane != 0;
+}
+
+void emit_barrier(struct emit *e)
+{
+	struct vtpu_insn in = { .op = VTPU_OP_BARRIER };
+
+	if (!e->lanes_used) {
+		emit_lane(e, 0);
+		return;
+	}
+	emit_insn(e, &in);
+	e->lane = 0;
+	e->vmem_base = 0;
+	e->lanes_used = 0;
+	e->phase_at = e->n;
+}
+
+uint32_t emit_lane_of(const struct emit *e, int64_t i, int64_t n)
+{
+	if (e->lanes < 2 || n < 2)
+		return 0;
+	return (uint32_t)(i * e->lanes / n);
+}
+
 static void note_vmem(struct emit *e, const struct vtpu_tile *t)
 {
 	uint32_t es = t->dtype == VTPU_DT_BF16 ? 2 : 4, end;
@@ -105,7 +169,8 @@ void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 
 	if (stride > UINT32_MAX && v.rows > 1)
 		e->too_wide = 1;
-	note_vmem(e, &v);
+	lane_tile(e, &in.dma.v);
+	note_vmem(e, &in.dma.v);
 	emit_insn(e, &in);
 }
 
@@ -126,7 +191,10 @@ void emit_gather(struct emit *e, struct vtpu_tile v, uint32_t binding,
 
 	if ((stride > UINT32_MAX && rows > 1) || rows > UINT32_MAX)
 		e->too_wide = 1;
-	note_vmem(e, &v);
+	lane_tile(e, &in.dma.v);
+	lane_tile(e, &idx);
+	in.dma.index = idx.addr;
+	note_vmem(e, &in.dma.v);
 	note_vmem(e, &idx);
 	emit_insn(e, &in);
 }
@@ -140,9 +208,12 @@ void emit_op(struct emit *e, uint8_t op, uint8_t sub, uint16_t flags,
 		.t = { .d = d, .a = a, .b = b },
 	};
 
-	note_vmem(e, &d);
-	note_vmem(e, &a);
-	note_vmem(e, &b);
+	lane_tile(e, &in.t.d);
+	lane_tile(e, &in.t.a);
+	lane_tile(e, &in.t.b);
+	note_vmem(e, &in.t.d);
+	note_vmem(e, &in.t.a);
+	note_vmem(e, &in.t.b);
 	emit_insn(e, &in);
 }
 
@@ -160,6 +231,7 @@ void *emit_finish(struct emit *e, uint32_t vmem_size, uint32_t nbindings,
 		.meta_size = e->meta_size,
 		.vmem_size = vmem_size,
 		.binding_count = nbindings,
+		.lanes = e->lanes_ever ? e->lanes : 0,
 	};
 	size_t total = sizeof(h) + (size_t)h.code_size + h.const_size +
 		       h.meta_size;

@@ -516,6 +516,68 @@ static int stored(const struct fk *k, int v)
 	return n->op != OP_RESHAPE && n->arena != A_NONE;
 }
 
+/* A loaded value, or what a virtual view of it reads. */
+static int real(const struct fk *k, int v)
+{
+	return is_virt(k, v) ? k->c->g->nodes[v].in[0] : v;
+}
+
+static int spans_meet(struct fk *k, int x, int y)
+{
+	return cg_values_meet(k->c, real(k, x), real(k, y));
+}
+
+/*
+ * Whether the kernel's tiles may be split among lanes, which run at
+ * once: nothing it stores shares HBM with what it loads or with another
+ * value it stores. The planner may place a result where an operand whose
+ * last reader is this kernel lived; tiles in order read each part before
+ * they overwrite it, lanes at once would not.
+ */
+static int lanes_safe(struct fk *k)
+{
+	const struct ir_node *mm = k->mm >= 0 ? &k->c->g->nodes[k->mm] : NULL;
+	int out[64], nout = 0, i, j, v;
+
+	for (i = -1; i < k->nn; i++) {
+		v = i < 0 ? k->mm : k->nodes[i];
+		if (v < 0 || (i >= 0 && v == k->mm) || !stored(k, v))
+			continue;
+		if (nout == (int)(sizeof(out) / sizeof(out[0])))
+			return 0;
+		out[nout++] = v;
+	}
+	for (i = 0; i < nout; i++) {
+		for (j = 0; j < i; j++)
+			if (spans_meet(k, out[i], out[j]))
+				return 0;
+		for (j = 0; j < k->next; j++)
+			if (spans_meet(k, out[i], k->ext[j]))
+				return 0;
+		if (mm && (spans_meet(k, out[i], mm->in[0]) ||
+			   spans_meet(k, out[i], mm->in[1])))
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether splitting the kernel among lanes pays (CG_LANES_MIN_WORK). */
+static int lanes_pay(const struct fk *k)
+{
+	const struct ir_graph *g = k->c->g;
+	const struct ir_node *last = &g->nodes[k->nodes[k->nn - 1]];
+	double work = (double)shape_elems(&last->shape) * k->nn;
+
+	if (k->mm >= 0) {
+		const struct ir_node *n = &g->nodes[k->mm];
+		const struct vtpu_shape *xs = &g->nodes[n->in[0]].shape;
+
+		work += (double)shape_elems(&n->shape) *
+			(n->a.mm.trans_a ? xs->dims[1] : xs->dims[2]) / 16;
+	}
+	return work >= CG_LANES_MIN_WORK;
+}
+
 /* The chain on one tile at element @elem of the view, rows @rowlen apart. */
 static void body(struct fk *k, int64_t elem, int64_t rowlen)
 {
@@ -545,17 +607,19 @@ static void body(struct fk *k, int64_t elem, int64_t rowlen)
  */
 static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 {
-	int64_t nrows = n / kw, wc, tr, r, c0;
+	int64_t nrows = n / kw, wc, tr, r, c0, tiles, t = 0;
 
 	wc = kw < per ? kw : per;
 	wc = wc < CG_TILE_DIM ? wc : CG_TILE_DIM;
 	tr = per / wc;
 	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
 	k->slot_elems = per;
+	tiles = cdiv(nrows, tr) * cdiv(kw, wc);
 	for (r = 0; r < nrows; r += tr)
 		for (c0 = 0; c0 < kw; c0 += wc) {
 			k->rows = nrows - r < tr ? nrows - r : tr;
 			k->cols = kw - c0 < wc ? kw - c0 : wc;
+			emit_lane(&k->c->e, emit_lane_of(&k->c->e, t++, tiles));
 			body(k, r * kw + c0, kw);
 		}
 }
@@ -563,7 +627,7 @@ static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 static void gen_chain(struct fk *k, int64_t n)
 {
 	int64_t per = k->c->vmem / 4 / (k->nslots ? k->nslots : 1), w, full,
-		rest, tr, r;
+		rest, tr, r, tiles, t = 0;
 	int64_t kw = k->key >= 0 ? k->c->g->nodes[k->key].kw : 0;
 
 	if (per > CG_TILE_ELEMS)
@@ -586,13 +650,16 @@ static void gen_chain(struct fk *k, int64_t n)
 	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
 	k->slot_elems = per;
 	k->cols = w;
+	tiles = cdiv(full, tr) + !!rest;
 	for (r = 0; r < full; r += tr) {
 		k->rows = full - r < tr ? full - r : tr;
+		emit_lane(&k->c->e, emit_lane_of(&k->c->e, t++, tiles));
 		body(k, r * w, w);
 	}
 	if (rest) {
 		k->rows = 1;
 		k->cols = rest;
+		emit_lane(&k->c->e, emit_lane_of(&k->c->e, t++, tiles));
 		body(k, full * w, rest);
 	}
 }
@@ -663,9 +730,14 @@ static void mm_load(struct fk *k, int v, struct vtpu_tile t, int64_t r0,
 		 ld * es, l.dt);
 }
 
-/* One C tile: the K loop of loads and MATMULs (A kept when K fits). */
+/*
+ * One C tile: the K loop of loads and MATMULs. When K fits one step, A
+ * stays in VMEM for the tiles after the first of its row (@fresh: the
+ * first of its lane, whose VMEM has no A yet).
+ */
 static void mm_tile(struct fk *k, const struct mm_shape *s,
-		    const struct mm_tiles *t, int64_t b, int64_t m0, int64_t n0)
+		    const struct mm_tiles *t, int64_t b, int64_t m0, int64_t n0,
+		    int fresh)
 {
 	const struct ir_node *n = &k->c->g->nodes[k->mm];
 	int64_t mt = k->rows, nt = k->cols, k0, kt;
@@ -680,7 +752,7 @@ static void mm_tile(struct fk *k, const struct mm_shape *s,
 			    vtile(abase, mt, kt, kt, VTPU_DT_F32);
 		B = s->tb ? vtile(bbase, nt, kt, kt, VTPU_DT_F32) :
 			    vtile(bbase, kt, nt, nt, VTPU_DT_F32);
-		if (kt < s->k || n0 == 0)
+		if (kt < s->k || n0 == 0 || fresh)
 			mm_load(k, n->in[0], A, s->ta ? b * s->k + k0 : b * s->m + m0,
 				s->ta ? m0 : k0, s->ta ? s->m : s->k);
 		mm_load(k, n->in[1], B, s->tb ? b * s->n + n0 : b * s->k + k0,
@@ -701,17 +773,23 @@ static void gen_matmul(struct fk *k)
 		.ta = n->a.mm.trans_a, .tb = n->a.mm.trans_b,
 	};
 	struct mm_tiles t = { 1, 1, 1 };
-	int64_t b, m0, n0;
+	int64_t b, m0, n0, tiles, i = 0;
+	uint32_t lane, last = UINT32_MAX;
 
 	if (mm_pick(k, &s, &t))
 		return;
 	k->slot_elems = t.tm * t.tn;
+	/* Contiguous runs of C tiles per lane: rows of tiles share A. */
+	tiles = s.b * cdiv(s.m, t.tm) * cdiv(s.n, t.tn);
 	for (b = 0; b < s.b; b++)
 		for (m0 = 0; m0 < s.m; m0 += t.tm)
 			for (n0 = 0; n0 < s.n; n0 += t.tn) {
 				k->rows = s.m - m0 < t.tm ? s.m - m0 : t.tm;
 				k->cols = s.n - n0 < t.tn ? s.n - n0 : t.tn;
-				mm_tile(k, &s, &t, b, m0, n0);
+				lane = emit_lane_of(&k->c->e, i++, tiles);
+				emit_lane(&k->c->e, lane);
+				mm_tile(k, &s, &t, b, m0, n0, lane != last);
+				last = lane;
 				body(k, (b * s.m + m0) * s.n + n0, s.n);
 			}
 }
@@ -757,10 +835,15 @@ void gen_fused(struct cg *c, const int *nodes, int nn)
 	if (!k.ext || !k.owner || !k.slot)
 		cg_fail(c, ENOMEM, "out of memory");
 	else if (!check_kernel(&k) && !plan_slots(&k)) {
+		uint32_t lanes = c->e.lanes;
+
+		if (!lanes_safe(&k) || !lanes_pay(&k))
+			c->e.lanes = 1;
 		if (k.mm >= 0)
 			gen_matmul(&k);
 		else
 			gen_chain(&k, shape_elems(&g->nodes[nodes[nn - 1]].shape));
+		c->e.lanes = lanes;
 	}
 	free(k.ext);
 	free(k.owner);

@@ -34,6 +34,18 @@ struct emit {
 	char *meta;
 	uint32_t meta_size, meta_cap, nstrings;
 	uint32_t vmem_used;	/* high-water mark of VMEM */
+	/*
+	 * Lanes (uapi/drm/vtpu_isa.h): the lane instructions go to now,
+	 * whose VMEM starts at @vmem_base (added to every tile emitted),
+	 * and whether a lane other than 0 has had any since the last
+	 * BARRIER.
+	 */
+	uint32_t lanes, lane_size, lane;
+	uint32_t vmem_base;
+	int lanes_used;
+	int lanes_ever;		/* any lane but 0, ever: the header says lanes */
+	uint32_t phase_at;	/* first instruction after the last BARRIER */
+	uint32_t kernel_at;	/* first instruction of the current kernel */
 	int failed;		/* allocation failure, sticky */
 	int too_wide;		/* a DMA stride beyond 32 bits, sticky */
 };
@@ -50,6 +62,18 @@ void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 void emit_gather(struct emit *e, struct vtpu_tile v, uint32_t binding,
 		 uint64_t offset, uint64_t stride, uint8_t dtype,
 		 uint32_t index, uint64_t rows, uint16_t flags);
+/*
+ * Lanes: what follows is lane @lane's work, on its own VMEM (tiles are
+ * given from 0 as always); emit_barrier() ends the lanes' work, if any
+ * lane but 0 had some, and returns to lane 0. Without lanes all three
+ * do nothing.
+ */
+void emit_lane(struct emit *e, uint32_t lane);
+/* A kernel starts: it may read what any lane of the ones before stored. */
+void emit_kernel(struct emit *e);
+void emit_barrier(struct emit *e);
+/* The lane of work item @i of @n, in contiguous blocks of items. */
+uint32_t emit_lane_of(const struct emit *e, int64_t i, int64_t n);
 void emit_op(struct emit *e, uint8_t op, uint8_t sub, uint16_t flags,
 	     uint32_t imm, struct vtpu_tile d, struct vtpu_tile a,
 	     struct vtpu_tile b);
@@ -82,6 +106,9 @@ struct cg {
 	uint32_t vmem;		/* bytes of VMEM kernels may use */
 	int nparams, noutputs, scratch_binding, weights_binding;
 	uint8_t *weights;	/* the program's weights, being filled */
+	/* copy_block(): lanes by where a tile lands in [base, base + bytes) */
+	uint32_t lane_dst_binding;
+	uint64_t lane_dst_base, lane_dst_bytes;
 	uint64_t weights_size;
 	char *err;
 	size_t errlen;
@@ -94,6 +121,13 @@ uint8_t hbm_dtype(enum vtpu_type t);
 int dt_size(uint8_t dt);
 struct loc loc_of(struct cg *c, int v);
 struct loc loc_add(struct loc l, uint64_t bytes);
+/* Whether values @x and @y (their roots) share a byte of HBM. */
+int cg_values_meet(struct cg *c, int x, int y);
+/*
+ * Lanes pay for the BARRIER after a kernel (about a microsecond) from
+ * ~10 us of work: 2M multiply-adds or 128K elementwise operations.
+ */
+#define CG_LANES_MIN_WORK	(1 << 17)
 int64_t cdiv(int64_t a, int64_t b);
 
 /* fused.c: elementwise chains, P_MATMUL with its elementwise epilogue */

@@ -1578,15 +1578,15 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 /*
  * MATMUL: d (+)= op(a) . op(b).
  *
- * Each d[i][j] adds its products in k order, each product rounded to f32
- * and then added: ((init + a0 b0) + a1 b1) + ..., starting from d
+ * Each d[i][j] accumulates its products in k order, each step one fused
+ * multiply-add: fma(a1, b1, fma(a0, b0, init)) ..., starting from d
  * (VTPU_F_ACC) or +0. A lane of a vector register holds one d[i][j] for
  * the whole sum, so the vector width decides how many sums run at once,
- * never what any of them computes: the SSE2, AVX2 and AVX-512 builds of
- * this file, and the kernel's, give the same bits. (Fused multiply-adds
- * would be faster where the CPU has them, but need an exact software FMA
- * where it has not, and emulators such as QEMU's TCG run both an order
- * of magnitude slower than a multiply and an add.) A NaN result is the
+ * never what any of them computes: the SSE2 (emulated FMA), AVX2 and
+ * AVX-512 builds of this file, and the kernel's, give the same bits.
+ * (QEMU's TCG emulates an FMA instruction in software, which costs a
+ * guest about as much as the multiply and the add it replaces.) A NaN
+ * result is the
  * quiet NaN 0x7fc00000: which NaN operand an instruction passes on
  * depends on the operand order the compiler picked, so MATMUL does not
  * promise to keep a payload.
@@ -1968,6 +1968,182 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 	return true;
 }
 
+/*
+ * Sharding, for executors whose core has helpers (e->par: the host
+ * backend's threads; vtpu.ko has none). An instruction big enough to pay
+ * for the hand-over is cut into up to e->par->ways instructions, each the
+ * original restricted to a band of its destination's rows, or columns
+ * where it has few rows, and to the sources' parts that band reads. Each
+ * shard is a sub-tile of what the validator checked, so it is valid
+ * wherever the original was; the bands are disjoint, and every element
+ * of d is computed by the same code from the same operands as in the
+ * whole instruction: sharded or not, the same bits. DMA_GATHER (whose
+ * fault must stop at the first bad row), IOTA, TRACE and END are never
+ * cut.
+ */
+#define VTPU_SHARD_MIN		BIT(18)	/* work worth a hand-over: a few us */
+#define VTPU_SHARD_MIN_COLS	64	/* narrowest band of columns */
+
+static void vtpu_tile_band(struct vtpu_tile *t, bool cols, u32 at, u32 n)
+{
+	u32 esize = vtpu_esize(t->dtype);
+
+	if (cols) {
+		t->addr += at * esize;
+		t->cols = n;
+	} else {
+		t->addr += at * t->stride * esize;
+		t->rows = n;
+	}
+}
+
+/*
+ * Cuts @in into @out[0..return) along @total rows or columns of d: band
+ * i starts at i * len (len a multiple of @align) and is len long, the
+ * last one what remains. @bands says how each operand follows the band:
+ * per operand (d, a, b), 0 not at all, 1 its rows, 2 its columns.
+ */
+static u32 vtpu_shard_cut(const struct vtpu_insn *in, struct vtpu_insn *out,
+			  u32 ways, u32 total, u32 align, const u8 bands[3])
+{
+	u32 len = DIV_ROUND_UP(DIV_ROUND_UP(total, ways), align) * align;
+	u32 i, at, n;
+
+	for (i = 0, at = 0; at < total; i++, at += n) {
+		n = min(len, total - at);
+		out[i] = *in;
+		if (bands[0])
+			vtpu_tile_band(&out[i].t.d, bands[0] == 2, at, n);
+		if (bands[1])
+			vtpu_tile_band(&out[i].t.a, bands[1] == 2, at, n);
+		if (bands[2])
+			vtpu_tile_band(&out[i].t.b, bands[2] == 2, at, n);
+	}
+	return i;
+}
+
+static u32 vtpu_shard_matmul(const struct vtpu_insn *in,
+			     struct vtpu_insn *out, u32 ways, u64 min)
+{
+	const struct vtpu_tile *d = &in->t.d;
+	bool ta = in->flags & VTPU_F_TRANS_A, tb = in->flags & VTPU_F_TRANS_B;
+	u32 k = ta ? in->t.a.rows : in->t.a.cols;
+	u8 bands[3] = { 1, 0, 0 };
+
+	if ((u64)d->rows * d->cols * k * VTPU_MM_COST / VTPU_MADDS_PER_UNIT <
+	    min)
+		return 0;
+	/* Bands of whole register blocks: rows of a, or columns of b. */
+	if (d->rows >= 2 * ways * VTPU_MR) {
+		bands[1] = ta ? 2 : 1;
+		return vtpu_shard_cut(in, out, ways, d->rows, VTPU_MR, bands);
+	}
+	if (d->cols < 2 * ways * VTPU_NR)
+		return 0;
+	bands[0] = 2;
+	bands[2] = tb ? 1 : 2;
+	return vtpu_shard_cut(in, out, ways, d->cols, VTPU_NR, bands);
+}
+
+/* Elementwise ops, REDUCE, TRANSPOSE: by rows, or by columns if few. */
+static u32 vtpu_shard_elems(const struct vtpu_insn *in,
+			    struct vtpu_insn *out, u32 ways, u32 weight,
+			    u64 min)
+{
+	const struct vtpu_tile *d = &in->t.d;
+	u32 bc = in->flags & VTPU_F_BCAST_MASK;
+	u8 rows[3] = { 1, 1, 0 }, cols[3] = { 2, 2, 0 };
+	bool axis_cols = in->flags & VTPU_F_AXIS_COLS;
+
+	if ((u64)d->rows * d->cols * weight < min)
+		return 0;
+	switch (in->op) {
+	case VTPU_OP_UNARY:
+	case VTPU_OP_CONVERT:
+		break;
+	case VTPU_OP_FILL:
+		rows[1] = 0;
+		cols[1] = 0;
+		break;
+	case VTPU_OP_BINARY:
+	case VTPU_OP_CMP:
+	case VTPU_OP_SELECT:
+		/* b follows d where it has d's rows (columns) */
+		rows[2] = bc == VTPU_F_BCAST_NONE || bc == VTPU_F_BCAST_COL;
+		cols[2] = bc == VTPU_F_BCAST_NONE || bc == VTPU_F_BCAST_ROW ?
+			  2 : 0;
+		break;
+	case VTPU_OP_REDUCE:
+		/* only along the axis that is kept: d is a column or a row */
+		if (axis_cols)
+			return d->rows >= ways ?
+			       vtpu_shard_cut(in, out, ways, d->rows, 1, rows) : 0;
+		return d->cols >= ways * VTPU_SHARD_MIN_COLS ?
+		       vtpu_shard_cut(in, out, ways, d->cols,
+				      VTPU_SHARD_MIN_COLS, cols) : 0;
+	case VTPU_OP_TRANSPOSE:
+		/* d's rows are a's columns and the other way round */
+		rows[1] = 2;
+		cols[1] = 1;
+		break;
+	default:
+		return 0;
+	}
+	if (d->rows >= ways)
+		return vtpu_shard_cut(in, out, ways, d->rows, 1, rows);
+	if (d->cols >= ways * VTPU_SHARD_MIN_COLS)
+		return vtpu_shard_cut(in, out, ways, d->cols,
+				      VTPU_SHARD_MIN_COLS, cols);
+	return 0;
+}
+
+/* DMA_LOAD and DMA_STORE: bands of rows of VMEM and of the binding. */
+static u32 vtpu_shard_dma(const struct vtpu_insn *in, struct vtpu_insn *out,
+			  u32 ways, u64 min)
+{
+	const struct vtpu_dma *m = &in->dma;
+	u32 len, i, at, n;
+
+	if ((u64)m->v.rows * m->v.cols * VTPU_W_MOVE < min || m->v.rows < ways)
+		return 0;
+	len = DIV_ROUND_UP(m->v.rows, ways);
+	for (i = 0, at = 0; at < m->v.rows; i++, at += n) {
+		n = min(len, m->v.rows - at);
+		out[i] = *in;
+		vtpu_tile_band(&out[i].dma.v, false, at, n);
+		out[i].dma.offset += (u64)at * m->stride;
+	}
+	return i;
+}
+
+/* The shards of @in in e->shards, or 0 if it runs whole. */
+static u32 vtpu_exec_shard(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	u32 ways = min_t(u32, e->par->ways, VTPU_EXEC_WAYS_MAX);
+	u64 min = e->par->min_work ? e->par->min_work : VTPU_SHARD_MIN;
+	u32 w = VTPU_W_SIMPLE;
+
+	if (ways < 2)
+		return 0;
+	switch (in->op) {
+	case VTPU_OP_MATMUL:
+		return vtpu_shard_matmul(in, e->shards, ways, min);
+	case VTPU_OP_DMA_LOAD:
+	case VTPU_OP_DMA_STORE:
+		return vtpu_shard_dma(in, e->shards, ways, min);
+	case VTPU_OP_UNARY:
+		w = vtpu_unary_weight[in->sub];
+		break;
+	case VTPU_OP_BINARY:
+		w = vtpu_binary_weight[in->sub];
+		break;
+	case VTPU_OP_TRANSPOSE:
+		w = VTPU_W_TR;
+		break;
+	}
+	return vtpu_shard_elems(in, e->shards, ways, w ? w : VTPU_W_GELU, min);
+}
+
 /* Runs @in from e->cur on: true when done, false when the budget ran out. */
 static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 {
@@ -2005,11 +2181,60 @@ static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 	return true;	/* VTPU_OP_END */
 }
 
+/*
+ * LANE and BARRIER, and whether @in belongs to a lane another executor
+ * runs (e->lane_step executors, this one lane_first of them: lanes
+ * lane_first, lane_first + lane_step, ...); one executor runs them all.
+ * At a BARRIER the executors of one execution wait for each other.
+ */
+static bool vtpu_exec_other_lane(struct vtpu_exec *e,
+				 const struct vtpu_insn *in)
+{
+	int fault;
+
+	switch (in->op) {
+	case VTPU_OP_LANE:
+		e->lane = in->imm;
+		return true;
+	case VTPU_OP_BARRIER:
+		e->lane = 0;
+		if (e->lane_step > 1) {
+			fault = e->par->meet(e->par->arg);
+			if (fault && !e->fault)
+				e->fault = fault;
+		}
+		return true;
+	}
+	return e->lane_step > 1 && e->lane % e->lane_step != e->lane_first;
+}
+
+/* Runs @in from its start to its end, whatever the budget. */
+static void vtpu_exec_whole(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	u64 budget = e->budget;
+
+	e->budget = U64_MAX;
+	while (!vtpu_exec_insn(e, in))
+		;
+	e->budget = budget;
+}
+
+/* vtpu_exec_run() of this build. */
+int VTPU_EXEC_CAT(vtpu_exec_run, VTPU_EXEC_ISA)(struct vtpu_exec *e,
+						const struct vtpu_insn *in)
+{
+	e->work = 0;
+	vtpu_exec_whole(e, in);
+	return e->fault;
+}
+
 /* vtpu_exec_step() of this build, which the dispatch below calls. */
 int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
 						 u32 max_insns)
 {
 	const struct vtpu_insn *in;
+	int fault;
+	u32 n;
 
 	/* A fault stops the program: only an instruction sets one. */
 	if (e->fault)
@@ -2020,8 +2245,27 @@ int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
 			return 1;
 		in = &e->prog->code[e->pc];
 		e->work += VTPU_W_INSN;
-		if (!vtpu_exec_insn(e, in))
+		if (vtpu_exec_other_lane(e, in)) {
+			if (e->fault)
+				return e->fault;
+			e->pc++;
+			/* LANE and BARRIER count once, for lane 0 */
+			e->insns += (in->op == VTPU_OP_LANE ||
+				     in->op == VTPU_OP_BARRIER) && !e->lane_first;
+			continue;
+		}
+		/* Only an instruction not yet started is sharded. */
+		n = e->par && e->lane_step < 2 && !e->cur.i && !e->cur.j &&
+		    !e->cur.k ? vtpu_exec_shard(e, in) : 0;
+		if (n > 1) {
+			e->par->start(e->par->arg, e->shards + 1, n - 1);
+			vtpu_exec_whole(e, e->shards);
+			fault = e->par->wait(e->par->arg);
+			if (fault && !e->fault)
+				e->fault = fault;
+		} else if (!vtpu_exec_insn(e, in)) {
 			return 0;
+		}
 		if (e->fault)
 			return e->fault;
 		e->pc++;
@@ -2117,6 +2361,10 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 	e->budget = VTPU_EXEC_BUDGET;
 	e->work = 0;
 	memset(&e->cur, 0, sizeof(e->cur));
+	e->par = NULL;
+	e->lane = 0;
+	e->lane_first = 0;
+	e->lane_step = 1;
 	e->trace = NULL;
 	e->trace_arg = NULL;
 	e->isa = vtpu_exec_isa_best();
@@ -2149,6 +2397,26 @@ int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns)
 		return vtpu_exec_step_avx2(e, max_insns);
 	default:
 		return vtpu_exec_step_sse2(e, max_insns);
+	}
+}
+
+/**
+ * vtpu_exec_run() - run one shard of an instruction, whole
+ * @e: a helper's state: vtpu_exec_init() with the program, bindings and
+ *	VMEM of the execution the shard belongs to, and its @isa
+ * @in: a shard that the execution's struct vtpu_exec_par::start() passed
+ *
+ * Return: 0, or the fault the shard raised.
+ */
+int vtpu_exec_run(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	switch (e->isa) {
+	case VTPU_EXEC_AVX512:
+		return vtpu_exec_run_avx512(e, in);
+	case VTPU_EXEC_AVX2:
+		return vtpu_exec_run_avx2(e, in);
+	default:
+		return vtpu_exec_run_sse2(e, in);
 	}
 }
 #endif /* VTPU_EXEC_COMMON */

@@ -75,6 +75,41 @@ enum vtpu_exec_isa {
 #define VTPU_EXEC_NR_MAX	32
 #define VTPU_EXEC_KC		128
 
+/* The most shards one instruction is cut into (see struct vtpu_exec_par). */
+#define VTPU_EXEC_WAYS_MAX	8
+
+/**
+ * struct vtpu_exec_par - helpers that run parts of an execution's
+ *	instructions on other CPUs (the host backend's threads)
+ * @start: runs @shards[0..@n) at once, each with vtpu_exec_run() on a
+ *	helper's own struct vtpu_exec, and returns without waiting; the
+ *	shards stay valid until @wait returns
+ * @wait: returns once every shard @start began is done: 0, or a fault
+ *	one of them raised
+ * @arg: passed to both
+ * @meet: for a program with lanes run by several executors (see
+ *	struct vtpu_exec's @lane_step): returns once every executor of the
+ *	execution has reached the same BARRIER, 0; or a -errno to stop
+ *	(another executor faulted)
+ * @ways: how many parts to cut an instruction into at most: the helpers
+ *	and the caller (which runs the first part); 1 or less never cuts
+ * @min_work: the least work (VTPU_EXEC_BUDGET's units) an instruction
+ *	must have to be cut; 0 is the executor's choice (tests cut small
+ *	instructions with 1)
+ *
+ * The executor calls them only between instructions, from
+ * vtpu_exec_step(), so the helpers' work ends before the next
+ * instruction starts.
+ */
+struct vtpu_exec_par {
+	void (*start)(void *arg, const struct vtpu_insn *shards, u32 n);
+	int (*wait)(void *arg);
+	int (*meet)(void *arg);
+	void *arg;
+	u32 ways;
+	u64 min_work;
+};
+
 /**
  * struct vtpu_exec - one program's execution on one core
  * @prog: the validated program
@@ -86,6 +121,14 @@ enum vtpu_exec_isa {
  *	VTPU_EXEC_BUDGET by vtpu_exec_init() (tests lower it)
  * @work: work done by the last vtpu_exec_step() call
  * @cur: progress through instruction @pc
+ * @par: helpers to share big instructions with, or NULL (the default,
+ *	and always in the kernel); vtpu_exec_init() clears it
+ * @lane: the lane the instructions at @pc are in (vtpu_isa.h)
+ * @lane_first: with @lane_step > 1, this executor runs only the lanes
+ *	@lane_first, @lane_first + @lane_step, ... of its program, and
+ *	@lane_step - 1 others, which @par's meet() joins, run the rest;
+ *	vtpu_exec_init() sets 0 and 1: one executor runs everything
+ * @lane_step: see @lane_first
  * @trace: called for each TRACE with its id (may be NULL); runs inside
  *	the FPU section in the kernel, so it must not sleep
  * @trace_arg: passed to @trace
@@ -95,6 +138,7 @@ enum vtpu_exec_isa {
  *	outside its table
  * @pack: MATMUL's packed panel of b, kept between resumed pieces
  * @edge: MATMUL's copy of a block narrower than its registers
+ * @shards: the parts of the instruction being shared with @par
  *
  * It is too big for a kernel stack (@pack): the kernel keeps one per core.
  */
@@ -107,12 +151,17 @@ struct vtpu_exec {
 	u64 budget;
 	u64 work;
 	struct vtpu_exec_cursor cur;
+	const struct vtpu_exec_par *par;
+	u32 lane;
+	u32 lane_first;
+	u32 lane_step;
 	void (*trace)(void *arg, u32 id);
 	void *trace_arg;
 	enum vtpu_exec_isa isa;
 	int fault;
 	u32 pack[VTPU_EXEC_KC * VTPU_EXEC_NR_MAX];
 	u32 edge[VTPU_EXEC_MR_MAX * VTPU_EXEC_NR_MAX];
+	struct vtpu_insn shards[VTPU_EXEC_WAYS_MAX];
 };
 
 /* Whether this CPU (and, in the kernel, its FPU state) runs @isa. */
@@ -136,9 +185,18 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
  */
 int vtpu_exec_step(struct vtpu_exec *e, u32 max_insns);
 
-/* vtpu_exec_step() of each build; it calls the one @e->isa names. */
+/*
+ * Runs one shard of an instruction (see struct vtpu_exec_par) to its end
+ * on a helper's @e. Returns 0 or the fault it raised.
+ */
+int vtpu_exec_run(struct vtpu_exec *e, const struct vtpu_insn *in);
+
+/* vtpu_exec_step() and vtpu_exec_run() of each build. */
 int vtpu_exec_step_sse2(struct vtpu_exec *e, u32 max_insns);
 int vtpu_exec_step_avx2(struct vtpu_exec *e, u32 max_insns);
 int vtpu_exec_step_avx512(struct vtpu_exec *e, u32 max_insns);
+int vtpu_exec_run_sse2(struct vtpu_exec *e, const struct vtpu_insn *in);
+int vtpu_exec_run_avx2(struct vtpu_exec *e, const struct vtpu_insn *in);
+int vtpu_exec_run_avx512(struct vtpu_exec *e, const struct vtpu_insn *in);
 
 #endif /* __VTPU_EXEC_H__ */

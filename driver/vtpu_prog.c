@@ -38,6 +38,8 @@ struct vtpu_prog_check {
 	struct vtpu_binding_desc *need;	/* non-NULL: loading, work it out */
 	u32 nstrings;		/* metadata strings */
 	s32 insn;		/* being checked, -1 for the header */
+	u32 lane;		/* the lane instructions are in now */
+	u32 lane_size;		/* VMEM bytes of each lane; 0: no lanes */
 	struct vtpu_prog_info info;
 	struct vtpu_prog_error *err;
 };
@@ -131,6 +133,12 @@ static int vtpu_check_header(struct vtpu_prog_check *c, u64 size, u64 core_vmem)
 		return vtpu_reject(c, "header flags not zero");
 	if (!mem_is_zero(h->reserved, sizeof(h->reserved)))
 		return vtpu_reject(c, "header reserved not zero");
+	if (h->lanes && h->isa_version < 3)
+		return vtpu_reject(c, "lanes need ISA version 3");
+	if (h->lanes > VTPU_MAX_LANES)
+		return vtpu_reject(c, "too many lanes");
+	if (h->lanes > 1 && h->vmem_size / h->lanes < 64)
+		return vtpu_reject(c, "lanes of less than 64 bytes of vmem");
 	if (h->vmem_size > core_vmem)
 		return vtpu_reject(c, "program needs more vmem than the core has");
 	if (h->binding_count > VTPU_MAX_BINDINGS)
@@ -220,6 +228,10 @@ static int vtpu_check_tile(struct vtpu_prog_check *c,
 		return vtpu_reject(c, "tile pad not zero");
 	if (vtpu_tile_end(t) > c->hdr->vmem_size)
 		return vtpu_reject(c, "tile exceeds vmem");
+	if (c->lane_size &&
+	    (t->addr < (u64)c->lane * c->lane_size ||
+	     vtpu_tile_end(t) > (u64)(c->lane + 1) * c->lane_size))
+		return vtpu_reject(c, "tile outside its lane's vmem");
 	return 0;
 }
 
@@ -383,7 +395,7 @@ static int vtpu_check_flags(struct vtpu_prog_check *c,
 		return vtpu_reject(c, "reduce needs exactly one axis flag");
 
 	imm = in->op == VTPU_OP_TRACE || in->op == VTPU_OP_FILL ||
-	      in->op == VTPU_OP_IOTA ||
+	      in->op == VTPU_OP_IOTA || in->op == VTPU_OP_LANE ||
 	      (in->flags & VTPU_F_BCAST_MASK) == VTPU_F_BCAST_IMM;
 	if (!imm && in->imm)
 		return vtpu_reject(c, "unused immediate not zero");
@@ -494,6 +506,8 @@ static int vtpu_check_operands(struct vtpu_prog_check *c,
 	switch (in->op) {
 	case VTPU_OP_END:
 	case VTPU_OP_TRACE:
+	case VTPU_OP_LANE:
+	case VTPU_OP_BARRIER:
 		return 0;
 	case VTPU_OP_MATMUL:
 		return vtpu_check_matmul(c, in);
@@ -503,6 +517,33 @@ static int vtpu_check_operands(struct vtpu_prog_check *c,
 		return vtpu_check_transpose(c, in);
 	}
 	return vtpu_check_elementwise(c, in, kind);
+}
+
+/*
+ * LANE and BARRIER move between lanes; TRACE and END belong to lane 0,
+ * so that only one core reports a program's progress and ends it.
+ */
+static int vtpu_check_lanes(struct vtpu_prog_check *c,
+			    const struct vtpu_insn *in)
+{
+	u32 lanes = max_t(u32, c->hdr->lanes, 1);
+
+	switch (in->op) {
+	case VTPU_OP_LANE:
+	case VTPU_OP_BARRIER:
+		if (c->hdr->isa_version < 3)
+			return vtpu_reject(c, "lanes need ISA version 3");
+		if (in->op == VTPU_OP_LANE && in->imm >= lanes)
+			return vtpu_reject(c, "lane out of range");
+		c->lane = in->op == VTPU_OP_LANE ? in->imm : 0;
+		return 0;
+	case VTPU_OP_TRACE:
+	case VTPU_OP_END:
+		if (c->lane)
+			return vtpu_reject(c, "TRACE or END outside lane 0");
+		return 0;
+	}
+	return 0;
 }
 
 static int vtpu_check_insn(struct vtpu_prog_check *c, const struct vtpu_insn *in)
@@ -533,7 +574,7 @@ static int vtpu_check_insn(struct vtpu_prog_check *c, const struct vtpu_insn *in
 			return vtpu_reject(c, "trace id has no metadata string");
 		c->info.trace_count++;
 	}
-	return 0;
+	return vtpu_check_lanes(c, in);
 }
 
 static int vtpu_prog_check_all(struct vtpu_prog_check *c, const void *prog,
@@ -561,6 +602,9 @@ static int vtpu_prog_check_all(struct vtpu_prog_check *c, const void *prog,
 	c->info.meta_size = c->hdr->meta_size;
 	c->info.vmem_size = c->hdr->vmem_size;
 	c->info.binding_count = c->hdr->binding_count;
+	c->info.lanes = max_t(u32, c->hdr->lanes, 1);
+	if (c->info.lanes > 1)
+		c->lane_size = c->hdr->vmem_size / c->info.lanes & ~63u;
 
 	ret = vtpu_check_meta(c);
 	if (ret)

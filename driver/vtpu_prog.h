@@ -43,6 +43,7 @@ struct vtpu_binding_desc {
  * @meta_size: bytes of @meta
  * @vmem_size: bytes of VMEM the program uses
  * @binding_count: buffers the program expects
+ * @lanes: lanes its work is split among (1: none; see vtpu_isa.h)
  * @trace_count: TRACE instructions
  * @flops: floating-point operations, counted statically (2*M*N*K per
  *	MATMUL, one per element for VPU instructions)
@@ -60,6 +61,7 @@ struct vtpu_prog_info {
 	u32 meta_size;
 	u32 vmem_size;
 	u32 binding_count;
+	u32 lanes;
 	u32 trace_count;
 	u64 flops;
 	u64 dma_bytes;

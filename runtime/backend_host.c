@@ -16,7 +16,10 @@
  * largest free range is the free total), a backing store for what does
  * not fit, one VMEM and a core count. Jobs run synchronously inside
  * submit(), one at a time per device (the VMEM is shared), so wait()
- * never has anything left to do.
+ * never has anything left to do. A job runs on the submitting thread
+ * and, from its first job on, on the device's other cores too: helper
+ * threads (host_pool.c, as many as the CPUs allow) take shards of its
+ * big instructions, which gives the same bits as one core.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,6 +31,7 @@
 
 #include <drm/vtpu_accel.h>
 
+#include "host_pool.h"
 #include "rt.h"
 #include "vtpu_exec.h"
 
@@ -67,6 +71,10 @@ struct host_dev {
 	/* The executor's state (18 KiB, kept off the caller's stack). */
 	struct vtpu_exec exec;
 	enum vtpu_exec_isa isa;
+	/* The other cores, started by the first job (under exec_lock). */
+	struct host_pool *pool;
+	struct vtpu_exec_par par;
+	bool pool_tried;
 };
 
 static struct host_dev *host_dev(struct vtpu_device *d)
@@ -78,6 +86,7 @@ static void host_dev_free(struct host_dev *h)
 {
 	if (!h)
 		return;
+	host_pool_destroy(h->pool);
 	pthread_mutex_destroy(&h->mem_lock);
 	pthread_mutex_destroy(&h->exec_lock);
 	free(h->vmem);
@@ -413,6 +422,27 @@ static void host_trace(void *arg, u32 id)
 }
 
 /*
+ * The device's other cores, once: as many helper threads as it has cores
+ * beyond the first, but no more than the CPUs online beyond the caller's
+ * (more would only take turns). Without them jobs run on one thread.
+ */
+static void host_pool_start(struct host_dev *h)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int helpers = h->cores - 1;
+
+	if (h->pool_tried)
+		return;
+	h->pool_tried = true;
+	if (cpus > 0 && helpers > cpus - 1)
+		helpers = (int)cpus - 1;
+	if (helpers > VTPU_EXEC_WAYS_MAX - 1)
+		helpers = VTPU_EXEC_WAYS_MAX - 1;
+	if (helpers > 0)
+		h->pool = host_pool_create(helpers);
+}
+
+/*
  * Checks and runs one job the way SUBMIT with a program object and a
  * core would. Returns the job's status. Like the driver, it fills the
  * profile only for a job that passed the checks: a rejected SUBMIT
@@ -476,6 +506,7 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	}
 
 	pthread_mutex_lock(&h->exec_lock);
+	host_pool_start(h);
 	/* On the core's clock, as vtpu.ko's core clears its VMEM. */
 	start = rt_now_ns();
 	/* No data may pass from one job to the next through VMEM. */
@@ -483,12 +514,20 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	vtpu_exec_init(e, &prog->info, eb, h->vmem);
 	if (h->isa < VTPU_EXEC_ISA_NR)
 		e->isa = h->isa;
+	if (h->pool) {
+		host_pool_bind(h->pool, e, &h->par);
+		e->par = &h->par;
+	}
 	e->trace = host_trace;
 	e->trace_arg = &tr;
-	while (!(done = vtpu_exec_step(e, HOST_STEP)))
-		;
+	if (h->pool) {
+		done = host_pool_run_lanes(h->pool, e, &insns);
+	} else {
+		while (!(done = vtpu_exec_step(e, HOST_STEP)))
+			;
+		insns = e->insns;
+	}
 	end = rt_now_ns();
-	insns = e->insns;
 	pthread_mutex_unlock(&h->exec_lock);
 
 	job->device_ns = end - start;

@@ -40,6 +40,8 @@ static const char usage[] =
 	"  -o, --output-dir DIR save outputs as DIR/output_N.npy\n"
 	"  -n, --repeat N       run N times and report the median (default 1)\n"
 	"  -b, --backend B      auto, accel or host (default: $VTPU_BACKEND, auto)\n"
+	"  -c, --cores N        host backend: cores per device, each a thread\n"
+	"                       sharing big instructions (default 2)\n"
 	"  -p, --profile FILE   write a Chrome trace (open it in Perfetto)\n"
 	"  -e, --expect FILE    expected output (.pb or .npy), once per output:\n"
 	"                       prints the largest absolute and relative errors\n"
@@ -66,6 +68,7 @@ struct opts {
 	const char *outdir;
 	int repeat;
 	const char *backend;
+	int cores;
 	const char *profile;
 	int quiet;
 	const char *model;
@@ -342,6 +345,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "output-dir", required_argument, NULL, 'o' },
 		{ "repeat", required_argument, NULL, 'n' },
 		{ "backend", required_argument, NULL, 'b' },
+		{ "cores", required_argument, NULL, 'c' },
 		{ "profile", required_argument, NULL, 'p' },
 		{ "expect", required_argument, NULL, 'e' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -357,7 +361,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->repeat = 1;
 	o->rtol = 1e-3;
 	o->atol = 1e-5;
-	while ((c = getopt_long(argc, argv, "i:s:o:n:b:p:e:qh", longopts,
+	while ((c = getopt_long(argc, argv, "i:s:o:n:b:c:p:e:qh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'i':
@@ -374,6 +378,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'o': o->outdir = optarg; break;
 		case 'n': o->repeat = atoi(optarg); break;
 		case 'b': o->backend = optarg; break;
+		case 'c': {
+			char *e;
+			long x = strtol(optarg, &e, 10);
+
+			if (e == optarg || *e || x < 1 || x > 64)
+				return fprintf(stderr, "vtpu-run: --cores wants a number from 1 to 64\n"), 2;
+			o->cores = (int)x;
+			break;
+		}
 		case 'p': o->profile = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'R':
@@ -427,6 +440,8 @@ int main(int argc, char **argv)
 		else if (strcmp(o.backend, "auto"))
 			return fprintf(stderr, "vtpu-run: --backend wants auto, accel or host\n"), 2;
 	}
+	if (o.cores)
+		co.host_cores = o.cores;
 	if (vtpu_client_create(&co, &c))
 		return fprintf(stderr, "vtpu-run: %s\n", vtpu_client_error(NULL)), 1;
 	if (o.profile && vtpu_profile_start(c, &prof))

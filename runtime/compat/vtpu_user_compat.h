@@ -57,6 +57,12 @@ typedef __s64 s64;
 #define BIT_ULL(n)	(1ULL << (n))
 #endif
 #define BUILD_BUG_ON(cond) _Static_assert(!(cond), "BUILD_BUG_ON(" #cond ")")
+#ifndef DIV_ROUND_UP
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+#endif
+#ifndef U64_MAX
+#define U64_MAX		((u64)~0ULL)
+#endif
 
 #define min(x, y) ({ __typeof__(x) _min_x = (x); __typeof__(y) _min_y = (y); \
 		     _min_x < _min_y ? _min_x : _min_y; })

@@ -38,11 +38,16 @@ def test_run_releases_the_gil():
     gap between its ticks as long as a run would mean the run held the
     interpreter lock."""
     c = vtpu.Client("host", host_cores=1, cache_dir="")
-    exe = c.compile(matmul_hlo(768, 768, 768))
-    a = np.ones((768, 768), np.float32)
-    t0 = time.perf_counter()
-    exe.run(a, a)
-    single = time.perf_counter() - t0
+    # Big enough for a run to be told from scheduling noise, however fast
+    # this CPU multiplies.
+    for n in (768, 1536, 3072):
+        exe = c.compile(matmul_hlo(n, n, n))
+        a = np.ones((n, n), np.float32)
+        t0 = time.perf_counter()
+        exe.run(a, a)
+        single = time.perf_counter() - t0
+        if single > 0.05:
+            break
     done = threading.Event()
     stamps = []
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_pool.h"
 #include "ir.h"
 #include "vtpu_compiler.h"
 #include "vtpu_exec.h"
@@ -55,10 +56,14 @@ static void *random_tensor(const struct vtpu_shape *s)
 	return p;
 }
 
-/* Runs @prog on the userspace executor with @params; fills @outs. */
-static int run_program(const struct vtpu_program *prog,
-		       const struct vtpu_device_params *dev,
-		       void *const *params, void **outs)
+/*
+ * Runs @prog on the userspace executor with @params; fills @outs. With
+ * @ways > 1, as the host backend runs it on that many cores: helper
+ * threads take their lanes (or shards of big instructions).
+ */
+static int run_program_on(const struct vtpu_program *prog,
+			  const struct vtpu_device_params *dev,
+			  void *const *params, void **outs, int ways)
 {
 	struct vtpu_binding_desc desc[VTPU_MAX_BINDINGS];
 	struct vtpu_exec_binding eb[VTPU_MAX_BINDINGS];
@@ -104,11 +109,37 @@ static int run_program(const struct vtpu_program *prog,
 	}
 	vmem = calloc(1, dev->vmem_size);
 	vtpu_exec_init(&e, &info, eb, vmem);
-	while (!vtpu_exec_step(&e, 4096))
-		;
+	if (ways > 1) {
+		struct host_pool *pool = host_pool_create(ways - 1);
+		struct vtpu_exec_par par;
+		uint64_t insns;
+
+		if (!pool) {
+			ret = -errno;
+		} else {
+			host_pool_bind(pool, &e, &par);
+			e.par = &par;
+			ret = host_pool_run_lanes(pool, &e, &insns);
+			ret = ret == 1 ? 0 : ret ? ret : -EIO;
+			if (!ret && insns != info.insn_count)
+				ret = -EILSEQ;
+			host_pool_destroy(pool);
+		}
+	} else {
+		while (!vtpu_exec_step(&e, 4096))
+			;
+		ret = 0;
+	}
 	free(vmem);
 	free(scratch);
-	return 0;
+	return ret;
+}
+
+static int run_program(const struct vtpu_program *prog,
+		       const struct vtpu_device_params *dev,
+		       void *const *params, void **outs)
+{
+	return run_program_on(prog, dev, params, outs, 1);
 }
 
 /* Largest |got - want| / (atol + rtol |want|) over an output. */
@@ -835,6 +866,100 @@ TEST(compile_cache_hits_misses_and_recompiles_corrupt_entries)
 	vtpu_graph_free(g2);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	ASSERT_EQ(0, system(path));
+}
+
+/* ---- lanes ------------------------------------------------------------ */
+
+static int count_op(const struct vtpu_program *prog, uint8_t op)
+{
+	const struct vtpu_prog_header *h = prog->binary;
+	const struct vtpu_insn *in = (const void *)(h + 1);
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < h->insn_count; i++)
+		n += in[i].op == op;
+	return n;
+}
+
+/*
+ * For a device of two cores, big kernels split their tiles between two
+ * lanes: a matmul with its epilogue and a chain after it, a transposing
+ * copy and a depthwise convolution. The program gives the same bits run
+ * by one executor, by two threads at once (each its lane, meeting at the
+ * BARRIERs) and as the one-core device's program, which has no lanes.
+ */
+TEST(lanes_split_big_kernels_and_keep_the_bits)
+{
+	static const struct vtpu_device_params one = {
+		.vmem_size = 1 << 20, .num_cores = 1, .hbm_size = 64 << 20,
+	};
+	int64_t dx[] = { 192, 256 }, dw[] = { 256, 320 }, db[] = { 320 };
+	int64_t dy[] = { 192, 320 }, di[] = { 1, 24, 96, 96 };
+	int64_t dk[] = { 24, 1, 3, 3 };
+	int perm[] = { 1, 0 }, bd[] = { 1 };
+	struct vtpu_shape sx = f32(2, dx), sw = f32(2, dw), sb = f32(1, db);
+	struct vtpu_shape si = f32(4, di), sk = f32(4, dk);
+	struct vtpu_conv_params p = { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 },
+				      24 };
+	struct vtpu_compile_options opts = { 0 };
+	struct vtpu_program *two = NULL, *single = NULL;
+	void *params[5], *out[3][4] = { { 0 } };
+	struct vtpu_graph *g = vtpu_graph_new();
+	const struct vtpu_shape *os[4];
+	int x, w, b, img, ker, y[4], i, r, o;
+	char err[256];
+
+	x = vtpu_g_parameter(g, 0, &sx, "x");
+	w = vtpu_g_parameter(g, 1, &sw, "w");
+	b = vtpu_g_parameter(g, 2, &sb, "b");
+	img = vtpu_g_parameter(g, 3, &si, "img");
+	ker = vtpu_g_parameter(g, 4, &sk, "ker");
+	y[0] = vtpu_g_unary(g, VTPU_RELU, vtpu_g_binary(g, VTPU_ADD,
+		vtpu_g_matmul(g, x, w), vtpu_g_broadcast(g, b, 2, dy, bd)));
+	y[1] = vtpu_g_unary(g, VTPU_TANH,
+			    vtpu_g_binary(g, VTPU_MUL, y[0], y[0]));
+	y[2] = vtpu_g_transpose(g, x, perm);
+	y[3] = vtpu_g_conv2d(g, img, ker, &p);
+	vtpu_g_outputs(g, 4, y);
+	ASSERT_EQ(NULL, vtpu_graph_error(g));
+	ASSERT_EQ(0, vtpu_compile(g, &dev_big, &opts, &two, err, sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_EQ(0, vtpu_compile(g, &one, &opts, &single, err, sizeof(err)))
+		TH_LOG("%s", err);
+	EXPECT_EQ(2u, ((const struct vtpu_prog_header *)two->binary)->lanes);
+	EXPECT_EQ(0u, ((const struct vtpu_prog_header *)single->binary)->lanes);
+	/*
+	 * The matmul's kernel (its epilogue and the chain fused in), the
+	 * copy and the convolution: each a lane 1 and a BARRIER after it.
+	 */
+	EXPECT_LE(3, count_op(two, VTPU_OP_LANE));
+	EXPECT_LE(3, count_op(two, VTPU_OP_BARRIER));
+	EXPECT_EQ(0, count_op(single, VTPU_OP_LANE));
+
+	params[0] = random_tensor(&sx);
+	params[1] = random_tensor(&sw);
+	params[2] = random_tensor(&sb);
+	params[3] = random_tensor(&si);
+	params[4] = random_tensor(&sk);
+	ASSERT_EQ(0, run_program_on(two, &dev_big, params, out[0], 1));
+	ASSERT_EQ(0, run_program_on(two, &dev_big, params, out[1], 2));
+	ASSERT_EQ(0, run_program_on(single, &one, params, out[2], 1));
+	for (o = 0; o < 4; o++) {
+		os[o] = &g->ir.nodes[g->ir.outputs[o]].shape;
+		for (r = 1; r < 3; r++)
+			EXPECT_EQ(0, memcmp(out[0][o], out[r][o],
+					    shape_elems(os[o]) * 4))
+				TH_LOG("output %d differs in run %d", o, r);
+	}
+	for (i = 0; i < 5; i++)
+		free(params[i]);
+	for (r = 0; r < 3; r++)
+		for (o = 0; o < 4; o++)
+			free(out[r][o]);
+	vtpu_program_free(two);
+	vtpu_program_free(single);
+	vtpu_graph_free(g);
 }
 
 TEST_HARNESS_MAIN

@@ -116,6 +116,7 @@ struct rig {
 	const char *why;
 	void (*trace)(void *arg, uint32_t id);
 	void *trace_arg;
+	uint64_t cut;		/* instructions the sharded runs cut */
 };
 
 static void rig_init(struct rig *r, uint64_t seed)
@@ -256,10 +257,52 @@ static void fill_tile(struct rig *r, const struct vtpu_tile *t, double lo,
 			setf(r, t, i, j, rng_value(lo, hi));
 }
 
-/* Runs a validated program on @isa, two insns a step. */
-static void rig_exec(struct rig *r, const struct vtpu_prog_info *info,
-		     enum vtpu_exec_isa isa, bool trace)
+/*
+ * Helpers for a sharded run (struct vtpu_exec_par), as the host
+ * backend's threads would be, but sequential and backwards: wait() runs
+ * the shards last to first, after the caller's first one, so a shard
+ * that reads what another writes shows.
+ */
+struct rig_par {
+	struct vtpu_exec_par par;
+	struct vtpu_exec helper;
+	const struct vtpu_insn *shards;
+	uint32_t n;
+	uint64_t cut;		/* instructions cut */
+};
+
+static void rig_par_start(void *arg, const struct vtpu_insn *shards,
+			  uint32_t n)
 {
+	struct rig_par *p = arg;
+
+	p->shards = shards;
+	p->n = n;
+	p->cut++;
+}
+
+static int rig_par_wait(void *arg)
+{
+	struct rig_par *p = arg;
+	int fault = 0, ret;
+
+	while (p->n--) {
+		ret = vtpu_exec_run(&p->helper, &p->shards[p->n]);
+		if (ret && !fault)
+			fault = ret;
+	}
+	p->n = 0;
+	return fault;
+}
+
+/*
+ * Runs a validated program on @isa, two insns a step; @ways > 1 cuts
+ * every instruction that can be cut into that many shards.
+ */
+static void rig_exec(struct rig *r, const struct vtpu_prog_info *info,
+		     enum vtpu_exec_isa isa, bool trace, uint32_t ways)
+{
+	static struct rig_par rp;
 	struct vtpu_exec e;
 
 	vtpu_exec_init(&e, info, r->bind, r->vmem);
@@ -267,16 +310,29 @@ static void rig_exec(struct rig *r, const struct vtpu_prog_info *info,
 	e.trace = trace ? r->trace : NULL;
 	e.trace_arg = r->trace_arg;
 	e.budget = RIG_BUDGET;
+	if (ways > 1) {
+		memset(&rp, 0, sizeof(rp));
+		vtpu_exec_init(&rp.helper, info, r->bind, r->vmem);
+		rp.helper.isa = isa;
+		rp.par = (struct vtpu_exec_par){
+			.start = rig_par_start, .wait = rig_par_wait,
+			.arg = &rp, .ways = ways, .min_work = 1,
+		};
+		e.par = &rp.par;
+	}
 	while (!vtpu_exec_step(&e, 2))
 		;
 	r->insns = e.insns;
+	if (ways > 1)
+		r->cut += rp.cut;
 }
 
 /*
  * Validates and runs the program (END appended) on every build of the
- * executor this CPU has, each from the same VMEM and bindings; they must
- * leave the same bytes (-EILSEQ and @r->why if not). The best build runs
- * last, with the trace callback, and its results are the rig's.
+ * executor this CPU has, each from the same VMEM and bindings, whole and
+ * cut into shards 3 ways; they must all leave the same bytes (-EILSEQ
+ * and @r->why if not). The best build runs last, whole, with the trace
+ * callback, and its results are the rig's.
  */
 static int rig_run(struct rig *r)
 {
@@ -284,7 +340,9 @@ static int rig_run(struct rig *r)
 	struct vtpu_prog_info info;
 	struct vtpu_prog_error err;
 	uint8_t *ref = NULL, *bind0[MAX_BIND] = { NULL };
-	int isa, first = -1, ret = 0;
+	uint8_t *refb[MAX_BIND] = { NULL };
+	int isa, best = -1, ret = 0, run, runs = 0;
+	const char *first = NULL;
 	size_t size = 0;
 	uint32_t i;
 	void *prog;
@@ -305,34 +363,60 @@ static int rig_run(struct rig *r)
 		bind0[i] = malloc(r->bind[i].size);
 		memcpy(bind0[i], r->bind[i].data, r->bind[i].size);
 	}
-	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++) {
+	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++)
+		if (vtpu_exec_isa_supported(isa))
+			best = isa;
+	/* Each build cut 3 ways, then whole; the best build whole last. */
+	for (isa = 0; isa <= best; isa++) {
 		if (!vtpu_exec_isa_supported(isa))
 			continue;
-		if (first >= 0) {
-			/* The previous build's results become the reference. */
-			if (!ref) {
-				ref = malloc(VMEM_SIZE);
-				memcpy(ref, r->vmem, VMEM_SIZE);
+		for (run = 0; run < 2; run++, runs++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "%s%s",
+				 vtpu_exec_isa_name(isa),
+				 run ? "" : " (sharded)");
+			if (runs) {
+				/* The first run's results are the reference. */
+				if (!ref) {
+					ref = malloc(VMEM_SIZE);
+					memcpy(ref, r->vmem, VMEM_SIZE);
+				}
+				memcpy(r->vmem, r->before, VMEM_SIZE);
+				for (i = 0; i < r->nbind; i++)
+					memcpy(r->bind[i].data, bind0[i],
+					       r->bind[i].size);
+			} else {
+				first = vtpu_exec_isa_name(isa);
 			}
-			memcpy(r->vmem, r->before, VMEM_SIZE);
-			for (i = 0; i < r->nbind; i++)
-				memcpy(r->bind[i].data, bind0[i],
-				       r->bind[i].size);
-		} else {
-			first = isa;
-		}
-		rig_exec(r, &info, isa, isa == VTPU_EXEC_ISA_NR - 1 ||
-			 !vtpu_exec_isa_supported(isa + 1));
-		if (ref && memcmp(ref, r->vmem, VMEM_SIZE)) {
-			snprintf(why, sizeof(why), "VMEM differs between the %s and %s builds",
-				 vtpu_exec_isa_name(first), vtpu_exec_isa_name(isa));
-			r->why = why;
-			ret = -EILSEQ;
+			rig_exec(r, &info, isa, isa == best && run,
+				 run ? 1 : 3);
+			if (ref && memcmp(ref, r->vmem, VMEM_SIZE)) {
+				snprintf(why, sizeof(why), "VMEM differs between the %s (sharded) and %s builds",
+					 first, name);
+				r->why = why;
+				ret = -EILSEQ;
+			}
+			for (i = 0; i < r->nbind; i++) {
+				if (!runs) {
+					refb[i] = malloc(r->bind[i].size);
+					memcpy(refb[i], r->bind[i].data,
+					       r->bind[i].size);
+				} else if (memcmp(refb[i], r->bind[i].data,
+						  r->bind[i].size)) {
+					snprintf(why, sizeof(why), "binding %u differs between the %s (sharded) and %s builds",
+						 i, first, name);
+					r->why = why;
+					ret = -EILSEQ;
+				}
+			}
 		}
 	}
 	free(ref);
-	for (i = 0; i < r->nbind; i++)
+	for (i = 0; i < r->nbind; i++) {
 		free(bind0[i]);
+		free(refb[i]);
+	}
 	free(prog);
 	/* Ready for the next program on the same VMEM. */
 	vtpu_asm_free(&r->as);
@@ -2338,6 +2422,84 @@ TEST(program_softmax_rows)
 		}
 	}
 	free(dst);
+	rig_fini(&r);
+}
+
+/* ---- sharding ---- */
+
+/*
+ * Every kind of instruction that can be cut, cut 3 ways (by rows, or by
+ * columns where d has few): rig_run() compares each build's sharded run
+ * with the whole runs bit for bit, VMEM and bindings. Each of these
+ * instructions must really be cut, on every build.
+ */
+TEST(sharded_instructions_give_the_same_bits)
+{
+	struct vtpu_tile ma, mb, md, ta, tb, td, x, y, z, w, row, col;
+	struct vtpu_tile wide, wide_d, red_c, tall, red_r, tr, half, fill, v;
+	struct vtpu_tile one;
+	uint32_t in, out, isas = 0, isa, cut;
+	struct rig r;
+
+	rig_init(&r, 31337);
+	in = rig_binding(&r, 30 * 20 * 4, VTPU_ACCESS_READ);
+	out = rig_binding(&r, 30 * 20 * 4, VTPU_ACCESS_WRITE);
+	ma = rig_tile(&r, VTPU_DT_F32, 120, 40);
+	mb = rig_tile(&r, VTPU_DT_F32, 40, 50);
+	md = rig_tile(&r, VTPU_DT_F32, 120, 50);
+	ta = rig_tile(&r, VTPU_DT_F32, 30, 8);
+	tb = rig_tile(&r, VTPU_DT_BF16, 200, 30);
+	td = rig_tile(&r, VTPU_DT_F32, 8, 200);
+	x = rig_tile(&r, VTPU_DT_F32, 40, 70);
+	y = rig_tile(&r, VTPU_DT_F32, 40, 70);
+	z = rig_tile(&r, VTPU_DT_F32, 40, 70);
+	w = rig_tile(&r, VTPU_DT_F32, 40, 70);
+	row = rig_tile(&r, VTPU_DT_F32, 1, 70);
+	col = rig_tile(&r, VTPU_DT_F32, 40, 1);
+	one = rig_tile(&r, VTPU_DT_F32, 1, 1);
+	wide = rig_tile(&r, VTPU_DT_F32, 1, 300);
+	wide_d = rig_tile(&r, VTPU_DT_F32, 1, 300);
+	red_c = rig_tile(&r, VTPU_DT_F32, 40, 1);
+	tall = rig_tile(&r, VTPU_DT_F32, 5, 200);
+	red_r = rig_tile(&r, VTPU_DT_F32, 1, 200);
+	tr = rig_tile(&r, VTPU_DT_F32, 70, 40);
+	half = rig_tile(&r, VTPU_DT_BF16, 40, 70);
+	fill = rig_tile(&r, VTPU_DT_F32, 40, 70);
+	v = rig_tile(&r, VTPU_DT_F32, 30, 20);
+	fill_tile(&r, &ma, -2, 2);
+	fill_tile(&r, &mb, -2, 2);
+	fill_tile(&r, &ta, -2, 2);
+	fill_tile(&r, &x, -3, 3);
+	fill_tile(&r, &y, -3, 3);
+	fill_tile(&r, &row, -3, 3);
+	fill_tile(&r, &col, -3, 3);
+	fill_tile(&r, &one, -3, 3);
+	fill_tile(&r, &wide, -3, 3);
+	fill_tile(&r, &tall, -3, 3);
+
+	vtpu_asm_matmul(&r.as, md, ma, mb, 0);
+	vtpu_asm_matmul(&r.as, td, ta, tb, VTPU_F_TRANS_A | VTPU_F_TRANS_B);
+	vtpu_asm_unary(&r.as, VTPU_UNARY_EXP, z, x);
+	vtpu_asm_binary(&r.as, VTPU_BINARY_ADD, w, x, y, VTPU_F_BCAST_NONE);
+	vtpu_asm_binary(&r.as, VTPU_BINARY_MUL, w, w, row, VTPU_F_BCAST_ROW);
+	vtpu_asm_binary(&r.as, VTPU_BINARY_SUB, z, z, col, VTPU_F_BCAST_COL);
+	vtpu_asm_binary_imm(&r.as, VTPU_BINARY_MAX, wide_d, wide, 0.5f);
+	vtpu_asm_op(&r.as, VTPU_OP_CMP, VTPU_CMP_LT, VTPU_F_BCAST_SCALAR, 0,
+		    y, x, one);
+	vtpu_asm_select(&r.as, y, z, w, VTPU_F_BCAST_NONE);
+	vtpu_asm_reduce(&r.as, VTPU_REDUCE_SUM, red_c, x, VTPU_F_AXIS_COLS);
+	vtpu_asm_reduce(&r.as, VTPU_REDUCE_MAX, red_r, tall, VTPU_F_AXIS_ROWS);
+	vtpu_asm_transpose(&r.as, tr, z);
+	vtpu_asm_convert(&r.as, half, w);
+	vtpu_asm_fill(&r.as, fill, f32_bits(-1.5f));
+	vtpu_asm_dma_load(&r.as, v, in, 0, 20 * 4, VTPU_DT_F32);
+	vtpu_asm_dma_store(&r.as, v, out, 0, 20 * 4, VTPU_DT_F32);
+	cut = 16;
+
+	ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+	for (isa = 0; isa < VTPU_EXEC_ISA_NR; isa++)
+		isas += vtpu_exec_isa_supported(isa);
+	EXPECT_EQ(cut * isas, r.cut);
 	rig_fini(&r);
 }
 

@@ -595,7 +595,7 @@ TEST(header_flags_not_zero)
 
 TEST(header_reserved_not_zero)
 {
-	REJECT_HDR(reserved[4], 1, "header reserved not zero");
+	REJECT_HDR(reserved[3], 1, "header reserved not zero");
 }
 
 TEST(program_vmem_exceeds_core)
@@ -1274,9 +1274,38 @@ static struct prog seed_matmul(void)
 	return finish(&as);
 }
 
+/* Two lanes of the 8192-byte VMEM, each its own tiles, and a BARRIER. */
+static struct prog seed_lanes(void)
+{
+	struct vtpu_insn lane = { .op = VTPU_OP_LANE, .imm = 1 };
+	struct vtpu_insn barrier = { .op = VTPU_OP_BARRIER };
+	struct vtpu_tile lo = F(64, 8, 8), hi = F(4096 + 64, 8, 8);
+	struct vtpu_asm as;
+	struct prog p;
+
+	start(&as);
+	vtpu_asm_dma_load(&as, lo, 0, 0, 32, VTPU_DT_F32);
+	vtpu_asm_emit(&as, &lane);
+	vtpu_asm_dma_load(&as, hi, 0, 256, 32, VTPU_DT_F32);
+	vtpu_asm_unary(&as, VTPU_UNARY_NEG, hi, hi);
+	vtpu_asm_dma_store(&as, hi, 1, 256, 32, VTPU_DT_F32);
+	lane.imm = 0;
+	vtpu_asm_emit(&as, &lane);
+	vtpu_asm_unary(&as, VTPU_UNARY_EXP, lo, lo);
+	vtpu_asm_dma_store(&as, lo, 1, 0, 32, VTPU_DT_F32);
+	vtpu_asm_emit(&as, &barrier);
+	vtpu_asm_trace(&as, 0);
+	vtpu_asm_end(&as);
+	p = finish(&as);
+	hdr(&p)->lanes = 2;
+	seal(&p);
+	return p;
+}
+
 TEST(fuzz_seeds_are_valid)
 {
-	struct prog seeds[] = { seed_all_ops(), seed_dma(), seed_matmul() };
+	struct prog seeds[] = { seed_all_ops(), seed_dma(), seed_matmul(),
+				seed_lanes() };
 	struct vtpu_prog_info info;
 	bool seen[256] = { false };
 	uint32_t i, j;
@@ -1583,7 +1612,8 @@ static int by_count(const void *x, const void *y)
 
 TEST(fuzz_mutants_are_rejected_or_run_safely)
 {
-	struct prog seeds[] = { seed_all_ops(), seed_dma(), seed_matmul() };
+	struct prog seeds[] = { seed_all_ops(), seed_dma(), seed_matmul(),
+				seed_lanes() };
 	struct reason_count reasons[64] = { 0 };
 	uint32_t accepted = 0, rejected = 0, executed = 0, tight = 0, i, k;
 	struct vtpu_binding_desc desc[NBINDINGS];
@@ -1671,6 +1701,131 @@ TEST(fuzz_mutants_are_rejected_or_run_safely)
 	EXPECT_GT(rejected, FUZZ_MUTANTS / 2);
 	for (k = 0; k < ARRAY_SIZE(seeds); k++)
 		free(seeds[k].buf);
+}
+
+/* ---- lanes (ISA version 3) ---- */
+
+/*
+ * A program of @n instructions and END, with @lanes lanes: PROG_VMEM of
+ * 8192 bytes, so lane l owns [l * 8192 / lanes, ...).
+ */
+static struct prog lanes_prog(uint32_t lanes, const struct vtpu_insn *in,
+			      int n)
+{
+	struct vtpu_asm as;
+	struct prog p;
+	int i;
+
+	start(&as);
+	for (i = 0; i < n; i++)
+		vtpu_asm_emit(&as, &in[i]);
+	vtpu_asm_end(&as);
+	p = finish(&as);
+	hdr(&p)->lanes = lanes;
+	seal(&p);
+	return p;
+}
+
+#define LANE(l)		op3(VTPU_OP_LANE, 0, 0, l, NONE, NONE, NONE)
+#define BARRIER		op3(VTPU_OP_BARRIER, 0, 0, 0, NONE, NONE, NONE)
+#define NEG(addr)	op3(VTPU_OP_UNARY, VTPU_UNARY_NEG, 0, 0, F(addr, 4, 8), \
+			    F(addr, 4, 8), NONE)
+
+TEST(lanes_split_vmem_and_pass)
+{
+	/* lane 1 of 2 owns [4096, 8192), lane 3 of 4 [6144, 8192) */
+	struct vtpu_insn two[] = { NEG(0), LANE(1), NEG(4096), LANE(0),
+				   NEG(4096 - 128), BARRIER, NEG(0) };
+	struct vtpu_insn four[] = { LANE(3), NEG(6144), BARRIER };
+	struct vtpu_prog_info info;
+	struct vtpu_prog_error e;
+	struct prog p = lanes_prog(2, two, ARRAY_SIZE(two));
+
+	ASSERT_EQ(0, validate(&p, &info, &e)) TH_LOG("%d: %s", e.insn, e.why);
+	EXPECT_EQ(2u, info.lanes);
+	free(p.buf);
+	p = lanes_prog(4, four, ARRAY_SIZE(four));
+	EXPECT_VALID(p);
+	free(p.buf);
+	/* no lanes: 0 and 1 alike, and LANE 0 and BARRIER are no-ops */
+	p = lanes_prog(0, (struct vtpu_insn[]){ LANE(0), NEG(4096), BARRIER },
+		       3);
+	ASSERT_EQ(0, validate(&p, &info, &e)) TH_LOG("%d: %s", e.insn, e.why);
+	EXPECT_EQ(1u, info.lanes);
+	free(p.buf);
+}
+
+TEST(lanes_header_rules)
+{
+	struct prog p = lanes_prog(VTPU_MAX_LANES + 1, NULL, 0);
+
+	EXPECT_REJECTED(p, -1, "too many lanes");
+	free(p.buf);
+	p = lanes_prog(2, NULL, 0);
+	hdr(&p)->isa_version = 2;
+	seal(&p);
+	EXPECT_REJECTED(p, -1, "lanes need ISA version 3");
+	free(p.buf);
+	/* 8 lanes of 8192 bytes are 1024 each; of 256 bytes, 32 */
+	p = lanes_prog(8, NULL, 0);
+	EXPECT_VALID(p);
+	hdr(&p)->vmem_size = 256;
+	seal(&p);
+	EXPECT_REJECTED(p, -1, "lanes of less than 64 bytes of vmem");
+	free(p.buf);
+}
+
+TEST(lanes_instruction_rules)
+{
+	struct vtpu_insn bad_lane[] = { LANE(2) };
+	struct vtpu_insn outside[] = { LANE(1), NEG(4096 - 64) };
+	struct vtpu_insn below[] = { LANE(1), NEG(0) };
+	struct vtpu_insn lane0_high[] = { NEG(4096) };
+	struct vtpu_insn trace[] = { LANE(1),
+				     op3(VTPU_OP_TRACE, 0, 0, 0, NONE, NONE,
+					 NONE) };
+	struct vtpu_insn end_in_lane[] = { LANE(1) };
+	struct vtpu_insn lane_operand = LANE(1), barrier_imm = BARRIER;
+	struct prog p;
+
+	p = lanes_prog(2, bad_lane, 1);
+	EXPECT_REJECTED(p, 0, "lane out of range");
+	free(p.buf);
+	p = lanes_prog(2, outside, 2);
+	EXPECT_REJECTED(p, 1, "tile outside its lane's vmem");
+	free(p.buf);
+	p = lanes_prog(2, below, 2);
+	EXPECT_REJECTED(p, 1, "tile outside its lane's vmem");
+	free(p.buf);
+	p = lanes_prog(2, lane0_high, 1);
+	EXPECT_REJECTED(p, 0, "tile outside its lane's vmem");
+	free(p.buf);
+	p = lanes_prog(2, trace, 2);
+	EXPECT_REJECTED(p, 1, "TRACE or END outside lane 0");
+	free(p.buf);
+	p = lanes_prog(2, end_in_lane, 1);
+	EXPECT_REJECTED(p, 1, "TRACE or END outside lane 0");
+	free(p.buf);
+	/* LANE and BARRIER take nothing but LANE's immediate */
+	lane_operand.t.d = F(0, 1, 1);
+	p = lanes_prog(2, &lane_operand, 1);
+	EXPECT_REJECTED(p, 0, "unused operand not zero");
+	free(p.buf);
+	barrier_imm.imm = 1;
+	p = lanes_prog(2, &barrier_imm, 1);
+	EXPECT_REJECTED(p, 0, "unused immediate not zero");
+	free(p.buf);
+	lane_operand = LANE(1);
+	lane_operand.flags = VTPU_F_ACC;
+	p = lanes_prog(2, &lane_operand, 1);
+	EXPECT_REJECTED(p, 0, "flag not allowed for this opcode");
+	free(p.buf);
+	/* a version 2 program has neither */
+	p = lanes_prog(0, (struct vtpu_insn[]){ BARRIER }, 1);
+	hdr(&p)->isa_version = 2;
+	seal(&p);
+	EXPECT_REJECTED(p, 0, "lanes need ISA version 3");
+	free(p.buf);
 }
 
 TEST_HARNESS_MAIN

@@ -5,8 +5,8 @@
 # models.sh) on vtpu's host backend and on ONNX Runtime's CPU provider,
 # measured in the same run, on the same inputs (the model's first input
 # set). One figure a line:
-#   model/<name>/vtpu-1c: MS ms       one core of the device
-#   model/<name>/vtpu: MS ms          all of its cores
+#   model/<name>/vtpu-1c: MS ms       a device of one core
+#   model/<name>/vtpu: MS ms          a device of two cores, the default
 #   model/<name>/ort-1t: MS ms        ONNX Runtime, one thread
 #   model/<name>/ort-2t: MS ms        ONNX Runtime, two threads
 #   model/<name>/vtpu-1c-vs-ort-1t: R x
@@ -45,13 +45,13 @@ else
 	echo "model/ort: unavailable: npm install onnxruntime-node failed ($ort_dir/npm.log)"
 fi
 
-# One execution runs on one core of the device, whatever the device has:
-# until an execution spans the cores, vtpu-1c and vtpu are the same run
-# (and vtpu-2c-vs-1c is 1).
-vtpu_ms() {	# DIR: median ms of vtpu-run on the host backend
+# vtpu-1c is a device of one core (vtpu-run -c 1); vtpu the host
+# backend's default device, two cores, for which the compiler splits big
+# kernels into two lanes that the two cores run at once.
+vtpu_ms() {	# DIR CORES: median ms of vtpu-run on the host backend
 	local d=$1 args=() f
 	for f in "$d"/test_data_set_0/input_*.npy; do args+=(-i "$f"); done
-	"$run" -b host -q -n "$runs" "${args[@]}" \
+	"$run" -b host -c "$2" -q -n "$runs" "${args[@]}" \
 		"$d/model.onnx" 2>&1 |
 		sed -nE 's/.*; run ([0-9.]+) ms \(median.*/\1/p'
 }
@@ -67,8 +67,8 @@ logs=()	# "name ratio" for the geomeans
 add() { logs+=("$1 $2"); }
 for m in ${*:-$(cat "$models/MANIFEST")}; do
 	d=$models/$m
-	v1=$(vtpu_ms "$d")
-	va=$v1
+	v1=$(vtpu_ms "$d" 1)
+	va=$(vtpu_ms "$d" 2)
 	if [ -z "$v1" ] || [ -z "$va" ]; then
 		echo "model/$m/vtpu: FAIL (vtpu-run did not run it)"
 		continue

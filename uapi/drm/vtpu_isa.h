@@ -31,6 +31,19 @@
  * Programs are straight-line code ending in END. Execution is
  * deterministic: the same program on the same inputs gives bit-identical
  * results on every core, in the kernel and in the userspace executor.
+ *
+ * Lanes (ISA version 3): a program may split its work among
+ * &vtpu_prog_header.lanes lanes, for a device to run on that many cores
+ * at once (a TPU's megacore). Lane l owns bytes [l * S, (l + 1) * S) of
+ * VMEM, S = vmem_size / lanes rounded down to 64 bytes, and every tile
+ * of an instruction in lane l lies there. LANE l makes the instructions
+ * that follow lane l's, up to the next LANE or BARRIER; BARRIER returns
+ * to lane 0, where TRACE and END must be. The meaning of a program is
+ * its instructions in order, as one core runs them; a device with more
+ * cores may run the lanes between two BARRIERs at the same time, which
+ * gives the same results unless an instruction of one lane writes binding
+ * bytes that another lane's instruction between the same BARRIERs reads
+ * or writes: such bytes' values are then unspecified.
  */
 #ifndef _UAPI_VTPU_ISA_H_
 #define _UAPI_VTPU_ISA_H_
@@ -44,10 +57,11 @@ extern "C" {
 #define VTPU_PROG_MAGIC			0x55505456	/* "VTPU" */
 #define VTPU_PROG_FORMAT_VERSION	1
 /*
- * ISA version 2 adds DMA_GATHER; validators take programs of version 1
- * (without it) and 2.
+ * ISA version 2 adds DMA_GATHER, version 3 lanes (LANE, BARRIER and
+ * &vtpu_prog_header.lanes); validators take programs of versions 1 to 3,
+ * each with only what its version has.
  */
-#define VTPU_ISA_VERSION		2
+#define VTPU_ISA_VERSION		3
 #define VTPU_ISA_VERSION_MIN		1
 
 /* Limits every validator enforces. */
@@ -55,6 +69,7 @@ extern "C" {
 #define VTPU_MAX_BINDINGS		64
 #define VTPU_MAX_CONST_SIZE		0x4000000u
 #define VTPU_MAX_META_SIZE		0x100000u
+#define VTPU_MAX_LANES			8
 
 /* DMA binding index that names the program's constants section. */
 #define VTPU_BINDING_CONSTANTS		0xffffffffu
@@ -77,6 +92,8 @@ extern "C" {
  * @flags: zero
  * @checksum: CRC-32 (IEEE 802.3, as zlib's crc32()) of the whole program
  *	computed with this field set to zero
+ * @lanes: lanes the program's work is split among, 1..VTPU_MAX_LANES, or
+ *	0, which is 1 (ISA version 3; zero before)
  * @reserved: zero
  */
 struct vtpu_prog_header {
@@ -92,7 +109,8 @@ struct vtpu_prog_header {
 	__u32 binding_count;
 	__u32 flags;
 	__u32 checksum;
-	__u32 reserved[5];
+	__u32 lanes;
+	__u32 reserved[4];
 };
 
 /**

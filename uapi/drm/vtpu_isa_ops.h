@@ -31,6 +31,11 @@
  *   CONVERT    d = a converted to d's dtype (f32 -> s32 truncates toward
  *              zero and saturates, NaN -> 0); same shape
  *   TRANSPOSE  d = transpose(a); same dtype
+ *   LANE       the instructions up to the next LANE or BARRIER are lane
+ *              imm's (ISA version 3; see vtpu_isa.h)
+ *   BARRIER    ends the lanes' part of the work: what follows is lane 0's,
+ *              and runs once every lane's instruction before it has
+ *              (ISA version 3)
  *
  * VTPU_UNARY(name), VTPU_BINARY(name), VTPU_CMP(name), VTPU_REDUCE(name)
  *   the function selectors of UNARY, BINARY, CMP and REDUCE, in order.
@@ -52,6 +57,8 @@ VTPU_OP(IOTA,      0,              VTPU_K_ANY,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F
 VTPU_OP(CONVERT,   0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
 VTPU_OP(TRANSPOSE, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
 VTPU_OP(DMA_GATHER, 0,             VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F_INDEX_WRAP)
+VTPU_OP(LANE,      0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(BARRIER,   0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
 #endif
 
 #ifdef VTPU_UNARY

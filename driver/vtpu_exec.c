@@ -1981,7 +1981,7 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
  * fault must stop at the first bad row), IOTA, TRACE and END are never
  * cut.
  */
-#define VTPU_SHARD_MIN		BIT(18)	/* work worth a hand-over: a few us */
+#define VTPU_SHARD_MIN		BIT(20)	/* work worth a hand-over: ~10 us */
 #define VTPU_SHARD_MIN_COLS	64	/* narrowest band of columns */
 
 static void vtpu_tile_band(struct vtpu_tile *t, bool cols, u32 at, u32 n)

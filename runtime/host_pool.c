@@ -32,9 +32,15 @@
 #include "host_pool.h"
 
 /* How long a helper spins for the next shard before it sleeps. */
-#define POOL_SPIN_NS	2000000
-/* Pause instructions between looks at the clock while spinning. */
+#define POOL_SPIN_NS	1000000
+/*
+ * Pause instructions between looks at the clock while spinning, and
+ * between sched_yield()s while waiting: a spinning thread that shares
+ * its CPU with the one it waits for (the scheduler may put them there)
+ * must let it run soon.
+ */
 #define POOL_SPIN_BATCH	64
+#define POOL_YIELD	256
 
 struct host_helper {
 	pthread_t thread;
@@ -91,6 +97,7 @@ static uint64_t helper_next(struct host_helper *self)
 {
 	struct host_pool *p = self->pool;
 	uint64_t g, t0 = pool_now();
+	unsigned int batches = 0;
 	int i;
 
 	for (;;) {
@@ -102,6 +109,8 @@ static uint64_t helper_next(struct host_helper *self)
 				return 0;
 			pool_relax();
 		}
+		if (++batches % (POOL_YIELD / 8) == 0)
+			sched_yield();
 		if (pool_now() - t0 < POOL_SPIN_NS)
 			continue;
 		/* start() bumps @gen before it looks for sleepers. */
@@ -199,7 +208,7 @@ static int pool_wait(void *arg)
 
 	while (atomic_load_explicit(&p->pending, memory_order_acquire)) {
 		/* A helper descheduled by a busy machine: let it run. */
-		if (++spins % 4096 == 0)
+		if (++spins % POOL_YIELD == 0)
 			sched_yield();
 		else
 			pool_relax();
@@ -229,7 +238,7 @@ static int pool_barrier(void *arg)
 	while (atomic_load_explicit(&p->bar_gen, memory_order_acquire) == gen) {
 		if (atomic_load_explicit(&p->abort, memory_order_relaxed))
 			return -ECANCELED;
-		if (++spins % 4096 == 0)
+		if (++spins % POOL_YIELD == 0)
 			sched_yield();
 		else
 			pool_relax();

@@ -507,6 +507,8 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 
 	pthread_mutex_lock(&h->exec_lock);
 	host_pool_start(h);
+	if (h->pool && prog->info.lanes > 1)
+		host_pool_poke(h->pool);
 	/* On the core's clock, as vtpu.ko's core clears its VMEM. */
 	start = rt_now_ns();
 	/* No data may pass from one job to the next through VMEM. */

@@ -47,6 +47,7 @@ struct host_helper {
 	struct host_pool *pool;
 	int index;			/* runs shards[index] */
 	uint64_t seen;			/* the last generation it ran */
+	unsigned int pokes;		/* the last host_pool_poke() it saw */
 	struct vtpu_exec exec;		/* its own panels and cursor */
 };
 
@@ -70,10 +71,10 @@ struct host_pool {
 	atomic_int pending;		/* shards of @gen still running */
 	atomic_int fault;
 	atomic_bool quit;
-	atomic_ullong done;
-	pthread_mutex_t lock;		/* protects @sleepers, with @wake */
+	pthread_mutex_t lock;		/* protects @sleepers, @pokes */
 	pthread_cond_t wake;
 	int sleepers;
+	unsigned int pokes;
 	struct host_helper h[];
 };
 
@@ -113,12 +114,17 @@ static uint64_t helper_next(struct host_helper *self)
 			sched_yield();
 		if (pool_now() - t0 < POOL_SPIN_NS)
 			continue;
-		/* start() bumps @gen before it looks for sleepers. */
+		/*
+		 * start() bumps @gen before it looks for sleepers; a job that
+		 * starts bumps @pokes, to have the helpers spinning by the
+		 * time its first shard or lane comes.
+		 */
 		pthread_mutex_lock(&p->lock);
 		p->sleepers++;
 		while (atomic_load(&p->gen) == self->seen &&
-		       !atomic_load(&p->quit))
+		       p->pokes == self->pokes && !atomic_load(&p->quit))
 			pthread_cond_wait(&p->wake, &p->lock);
+		self->pokes = p->pokes;
 		p->sleepers--;
 		pthread_mutex_unlock(&p->lock);
 		t0 = pool_now();
@@ -132,7 +138,6 @@ static void helper_run(struct host_pool *p, struct host_helper *self)
 	ret = vtpu_exec_run(&self->exec, &p->shards[self->index]);
 	if (ret)
 		atomic_compare_exchange_strong(&p->fault, &zero, ret);
-	atomic_fetch_add_explicit(&p->done, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
 }
 
@@ -252,7 +257,7 @@ int host_pool_run_lanes(struct host_pool *p, struct vtpu_exec *e,
 	uint32_t ways = min_t(uint32_t, e->prog->lanes, p->helpers + 1);
 	int done, fault;
 
-	if (ways < 2 || getpid() != p->pid) {
+	if (ways < 2 || !e->par || getpid() != p->pid) {
 		while (!(done = vtpu_exec_step(e, 4096)))
 			;
 		*insns = e->insns;
@@ -298,7 +303,6 @@ struct host_pool *host_pool_create(int helpers)
 	atomic_init(&p->pending, 0);
 	atomic_init(&p->fault, 0);
 	atomic_init(&p->quit, false);
-	atomic_init(&p->done, 0);
 	atomic_init(&p->bar_count, 0);
 	atomic_init(&p->bar_gen, 0);
 	atomic_init(&p->abort, false);
@@ -356,7 +360,12 @@ void host_pool_bind(struct host_pool *p, const struct vtpu_exec *e,
 	par->ways = (uint32_t)p->helpers + 1;
 }
 
-unsigned long long host_pool_shards(const struct host_pool *p)
+void host_pool_poke(struct host_pool *p)
 {
-	return p ? atomic_load(&((struct host_pool *)p)->done) : 0;
+	pthread_mutex_lock(&p->lock);
+	if (p->sleepers) {
+		p->pokes++;
+		pthread_cond_broadcast(&p->wake);
+	}
+	pthread_mutex_unlock(&p->lock);
 }

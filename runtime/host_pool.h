@@ -23,6 +23,12 @@ struct host_pool *host_pool_create(int helpers);
 void host_pool_destroy(struct host_pool *p);
 
 /*
+ * Wakes sleeping helpers without work: a job is about to start, and by
+ * the time it has cleared VMEM they are spinning for it.
+ */
+void host_pool_poke(struct host_pool *p);
+
+/*
  * Points the helpers at the execution @e (its program, bindings, VMEM
  * and build) and fills @par so that @e->par = @par shares with them.
  * Call it before each job's vtpu_exec_step() calls; one job at a time.
@@ -31,16 +37,13 @@ void host_pool_bind(struct host_pool *p, const struct vtpu_exec *e,
 		    struct vtpu_exec_par *par);
 
 /*
- * Runs @e, bound as above, to its end with the helpers: for a program
- * with lanes, each executor its share of them (a program without runs
- * on @e alone, its big instructions shared if @e->par is set). Returns
- * what vtpu_exec_step() returned last (1, or the first fault) and the
+ * Runs @e to its end: a program with lanes, when @e was bound as above,
+ * each executor (@e and the helpers) its share of them; else on @e
+ * alone, its big instructions shared if @e->par is set. Returns what
+ * vtpu_exec_step() returned last (1, or the first fault) and the
  * instructions all executors ran in @insns.
  */
 int host_pool_run_lanes(struct host_pool *p, struct vtpu_exec *e,
 			uint64_t *insns);
-
-/* Shards each helper has run since the pool started (tests read it). */
-unsigned long long host_pool_shards(const struct host_pool *p);
 
 #endif /* VTPU_HOST_POOL_H */

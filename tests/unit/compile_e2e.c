@@ -11,6 +11,7 @@
 
 #include "host_pool.h"
 #include "ir.h"
+#include "vtpu_asm.h"
 #include "vtpu_compiler.h"
 #include "vtpu_exec.h"
 
@@ -960,6 +961,72 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 	vtpu_program_free(two);
 	vtpu_program_free(single);
 	vtpu_graph_free(g);
+}
+
+/*
+ * A fault in one lane stops every executor: lane 1's gather index is
+ * out of its table while lane 0 waits at the BARRIER after it, and a
+ * second phase follows that nobody may run. The job ends with -ERANGE,
+ * on two threads as on one.
+ */
+TEST(a_fault_in_one_lane_stops_them_all)
+{
+	const uint32_t vmem = 8192, half = vmem / 2;
+	struct vtpu_insn lane = { .op = VTPU_OP_LANE, .imm = 1 };
+	struct vtpu_insn barrier = { .op = VTPU_OP_BARRIER };
+	struct vtpu_binding_desc desc = { 4096, VTPU_ACCESS_READ | VTPU_ACCESS_WRITE };
+	int32_t bad = 1000;
+	uint8_t *table = calloc(1, 4096), *mem = calloc(1, vmem);
+	struct vtpu_exec_binding eb = { table, 4096 };
+	struct vtpu_prog_info info;
+	struct vtpu_prog_error perr;
+	struct vtpu_exec e;
+	struct vtpu_asm as;
+	int ways, ret;
+	size_t size;
+	void *prog;
+
+	ASSERT_NE(NULL, table);
+	ASSERT_NE(NULL, mem);
+	vtpu_asm_init(&as, vmem, 1);
+	vtpu_asm_emit(&as, &lane);
+	vtpu_asm_fill(&as, vtpu_tile_s32(half, 1, 1, 1), (uint32_t)bad);
+	vtpu_asm_dma_gather(&as, vtpu_tile_f32(half + 64, 1, 16, 16), 0, 0,
+			    64, VTPU_DT_F32, half, 64, 0);
+	vtpu_asm_emit(&as, &barrier);
+	vtpu_asm_fill(&as, vtpu_tile_f32(0, 4, 16, 16), 0x3f800000u);
+	vtpu_asm_dma_store(&as, vtpu_tile_f32(0, 4, 16, 16), 0, 0, 64,
+			   VTPU_DT_F32);
+	vtpu_asm_emit(&as, &barrier);
+	vtpu_asm_end(&as);
+	prog = vtpu_asm_finish(&as, &size);
+	ASSERT_NE(NULL, prog);
+	((struct vtpu_prog_header *)prog)->lanes = 2;
+	vtpu_asm_checksum(prog, size);
+	vtpu_asm_free(&as);
+	ASSERT_EQ(0, vtpu_prog_validate(prog, size, &desc, 1, vmem, &info,
+					&perr)) TH_LOG("%d: %s", perr.insn, perr.why);
+	for (ways = 1; ways <= 2; ways++) {
+		struct host_pool *pool = host_pool_create(1);
+		struct vtpu_exec_par par;
+		uint64_t insns = 0;
+
+		ASSERT_NE(NULL, pool);
+		memset(table, 0x5a, 4096);
+		vtpu_exec_init(&e, &info, &eb, mem);
+		if (ways == 2) {
+			host_pool_bind(pool, &e, &par);
+			e.par = &par;
+		}
+		ret = host_pool_run_lanes(pool, &e, &insns);
+		EXPECT_EQ(-ERANGE, ret) TH_LOG("on %d thread(s)", ways);
+		/* the store after the BARRIER never ran */
+		EXPECT_EQ(0x5a, table[0]) TH_LOG("on %d thread(s)", ways);
+		host_pool_destroy(pool);
+	}
+	free(prog);
+	free(table);
+	free(mem);
 }
 
 TEST_HARNESS_MAIN

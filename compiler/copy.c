@@ -308,14 +308,29 @@ void copy_block(struct cg *c, struct loc src, int64_t s0, int64_t s1,
 	int64_t tr, tc, r, j;
 
 	copy_extents(c, &k, s0, s1, es, rows, cols, &tr, &tc);
+	/*
+	 * A kernel of few blocks (lanes_by_dst()), this one a single band:
+	 * a band per lane.
+	 */
+	if (c->lane_dst_bytes && c->lane_split && tr >= rows &&
+	    rows >= 2 * (int64_t)c->e.lanes)
+		tr = cdiv(rows, c->e.lanes);
 	for (r = 0; r < rows; r += tr) {
 		for (j = 0; j < cols; j += tc) {
 			int64_t nr = min64(tr, rows - r), nc = min64(tc, cols - j);
 			uint64_t at = dst.off + (r * d0 + j) * es;
 
-			/* a kernel that splits its copies: lane by destination */
-			if (c->lane_dst_bytes && dst.binding == c->lane_dst_binding &&
-			    at >= c->lane_dst_base)
+			/*
+			 * A kernel that splits its copies among lanes: by the
+			 * tile's band of this block's rows, or, for a block of
+			 * one band, by where it lands in the kernel's output.
+			 */
+			if (c->lane_dst_bytes && rows > tr)
+				emit_lane(&c->e, emit_lane_of(&c->e, r / tr,
+							      cdiv(rows, tr)));
+			else if (c->lane_dst_bytes &&
+				 dst.binding == c->lane_dst_binding &&
+				 at >= c->lane_dst_base)
 				emit_lane(&c->e, emit_lane_of(&c->e,
 					at - c->lane_dst_base, c->lane_dst_bytes));
 
@@ -409,6 +424,34 @@ static void shape_vector(int64_t *dims, int64_t *str, int r)
 	dims[r - 1] = w;
 }
 
+/*
+ * Lanes for the copies of kernel @v, @blocks copy_block()s: each tile
+ * goes to a lane by where it lands in @v, or, when there are too few
+ * blocks for that, by its band of its block; tiles are independent
+ * unless the output overlaps an input. lanes_end() stops it.
+ */
+static void lanes_by_dst(struct cg *c, int v, int64_t blocks)
+{
+	const struct ir_node *n = &c->g->nodes[v];
+	struct loc dst = loc_of(c, v);
+	int i;
+
+	for (i = 0; i < n->nin; i++)
+		if (cg_values_meet(c, v, n->in[i]))
+			return;
+	if (shape_elems(&n->shape) < CG_LANES_MIN_WORK / 4)
+		return;
+	c->lane_dst_binding = dst.binding;
+	c->lane_dst_base = dst.off;
+	c->lane_dst_bytes = (uint64_t)shape_elems(&n->shape) * dt_size(dst.dt);
+	c->lane_split = blocks < 2 * (int64_t)c->e.lanes;
+}
+
+static void lanes_end(struct cg *c)
+{
+	c->lane_dst_bytes = 0;
+}
+
 void gen_p_copy(struct cg *c, int v)
 {
 	const struct ir_node *n = &c->g->nodes[v];
@@ -421,13 +464,7 @@ void gen_p_copy(struct cg *c, int v)
 	shape_vector(dims, str, r);
 	inner = dims[r - 2] * dims[r - 1];
 	dof = 0;
-	/* Tiles are independent unless the copy lands where it reads. */
-	if (!cg_values_meet(c, v, n->in[0]) &&
-	    shape_elems(&n->shape) >= CG_LANES_MIN_WORK / 4) {
-		c->lane_dst_binding = dst.binding;
-		c->lane_dst_base = dst.off;
-		c->lane_dst_bytes = (uint64_t)shape_elems(&n->shape) * es;
-	}
+	lanes_by_dst(c, v, shape_elems(&n->shape) / inner);
 	do {
 		so = n->a.view.offset;
 		for (i = 0; i < r - 2; i++)
@@ -437,7 +474,7 @@ void gen_p_copy(struct cg *c, int v)
 			   dims[r - 1]);
 		dof += inner;
 	} while (next_outer(r, dims, idx));
-	c->lane_dst_bytes = 0;
+	lanes_end(c);
 }
 
 /* Each operand is a [outer x inner_k] block of the [outer x sum] output. */
@@ -454,6 +491,7 @@ void gen_concat(struct cg *c, int v)
 	for (i = axis + 1; i < n->shape.rank; i++)
 		after *= n->shape.dims[i];
 	width = n->shape.dims[axis] * after;
+	lanes_by_dst(c, v, n->nin);
 	for (k = 0; k < n->nin; k++) {
 		int64_t w = c->g->nodes[n->in[k]].shape.dims[axis] * after;
 
@@ -461,6 +499,7 @@ void gen_concat(struct cg *c, int v)
 			   width, outer, w);
 		col += w;
 	}
+	lanes_end(c);
 }
 
 /* Fills @n elements at @dst with @bits (f32 bits, or the s32 value). */
@@ -510,6 +549,10 @@ void gen_pad(struct cg *c, int v)
 	int es = dt_size(dst.dt);
 
 	fill_flat(c, dst, shape_elems(&n->shape), pad_bits(n));
+	/* The copies overwrite the fill: a BARRIER if they go to lanes. */
+	emit_kernel(&c->e);
+	lanes_by_dst(c, v, shape_elems(xs) / (xs->rank ? xs->dims[xs->rank - 1] : 1) /
+			   (xs->rank > 1 ? xs->dims[xs->rank - 2] : 1));
 	for (i = 0; i < p; i++) {
 		d[i] = od[i] = 1;
 		lo[i] = 0;
@@ -531,6 +574,7 @@ void gen_pad(struct cg *c, int v)
 		copy_block(c, loc_add(src, so * es), d[r - 1], 1,
 			   loc_add(dst, dof * es), ostr, d[r - 2], d[r - 1]);
 	} while (next_outer(r, d, idx));
+	lanes_end(c);
 }
 
 /*

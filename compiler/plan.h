@@ -69,7 +69,10 @@ void emit_gather(struct emit *e, struct vtpu_tile v, uint32_t binding,
  * do nothing.
  */
 void emit_lane(struct emit *e, uint32_t lane);
-/* A kernel starts: it may read what any lane of the ones before stored. */
+/*
+ * A kernel starts (or a kernel's second pass): what follows may read or
+ * overwrite what any lane before it stored.
+ */
 void emit_kernel(struct emit *e);
 void emit_barrier(struct emit *e);
 /* The lane of work item @i of @n, in contiguous blocks of items. */
@@ -109,6 +112,7 @@ struct cg {
 	/* copy_block(): lanes by where a tile lands in [base, base + bytes) */
 	uint32_t lane_dst_binding;
 	uint64_t lane_dst_base, lane_dst_bytes;
+	int lane_split;		/* few blocks: split each into bands */
 	uint64_t weights_size;
 	char *err;
 	size_t errlen;

@@ -886,7 +886,7 @@ static int count_op(const struct vtpu_program *prog, uint8_t op)
 /*
  * For a device of two cores, big kernels split their tiles between two
  * lanes: a matmul with its epilogue and a chain after it, a transposing
- * copy and a depthwise convolution. The program gives the same bits run
+ * copy, a depthwise convolution, a pad and a concatenation. The program gives the same bits run
  * by one executor, by two threads at once (each its lane, meeting at the
  * BARRIERs) and as the one-core device's program, which has no lanes.
  */
@@ -905,10 +905,11 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 				      24 };
 	struct vtpu_compile_options opts = { 0 };
 	struct vtpu_program *two = NULL, *single = NULL;
-	void *params[5], *out[3][4] = { { 0 } };
+	int64_t plo[] = { 0, 0, 1, 2 }, phi[] = { 0, 0, 3, 1 };
+	void *params[5], *out[3][6] = { { 0 } };
 	struct vtpu_graph *g = vtpu_graph_new();
-	const struct vtpu_shape *os[4];
-	int x, w, b, img, ker, y[4], i, r, o;
+	const struct vtpu_shape *os[6];
+	int x, w, b, img, ker, y[6], i, r, o;
 	char err[256];
 
 	x = vtpu_g_parameter(g, 0, &sx, "x");
@@ -922,7 +923,9 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 			    vtpu_g_binary(g, VTPU_MUL, y[0], y[0]));
 	y[2] = vtpu_g_transpose(g, x, perm);
 	y[3] = vtpu_g_conv2d(g, img, ker, &p);
-	vtpu_g_outputs(g, 4, y);
+	y[4] = vtpu_g_pad(g, img, plo, phi, 0.0f);
+	y[5] = vtpu_g_concat(g, 2, (int[]){ x, x }, 1);
+	vtpu_g_outputs(g, 6, y);
 	ASSERT_EQ(NULL, vtpu_graph_error(g));
 	ASSERT_EQ(0, vtpu_compile(g, &dev_big, &opts, &two, err, sizeof(err)))
 		TH_LOG("%s", err);
@@ -932,10 +935,11 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 	EXPECT_EQ(0u, ((const struct vtpu_prog_header *)single->binary)->lanes);
 	/*
 	 * The matmul's kernel (its epilogue and the chain fused in), the
-	 * copy and the convolution: each a lane 1 and a BARRIER after it.
+	 * copy, the convolution, the pad and the concatenation: each a
+	 * lane 1 and a BARRIER after it.
 	 */
-	EXPECT_LE(3, count_op(two, VTPU_OP_LANE));
-	EXPECT_LE(3, count_op(two, VTPU_OP_BARRIER));
+	EXPECT_LE(5, count_op(two, VTPU_OP_LANE));
+	EXPECT_LE(5, count_op(two, VTPU_OP_BARRIER));
 	EXPECT_EQ(0, count_op(single, VTPU_OP_LANE));
 
 	params[0] = random_tensor(&sx);
@@ -946,7 +950,7 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 	ASSERT_EQ(0, run_program_on(two, &dev_big, params, out[0], 1));
 	ASSERT_EQ(0, run_program_on(two, &dev_big, params, out[1], 2));
 	ASSERT_EQ(0, run_program_on(single, &one, params, out[2], 1));
-	for (o = 0; o < 4; o++) {
+	for (o = 0; o < 6; o++) {
 		os[o] = &g->ir.nodes[g->ir.outputs[o]].shape;
 		for (r = 1; r < 3; r++)
 			EXPECT_EQ(0, memcmp(out[0][o], out[r][o],
@@ -956,7 +960,7 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 	for (i = 0; i < 5; i++)
 		free(params[i]);
 	for (r = 0; r < 3; r++)
-		for (o = 0; o < 4; o++)
+		for (o = 0; o < 6; o++)
 			free(out[r][o]);
 	vtpu_program_free(two);
 	vtpu_program_free(single);

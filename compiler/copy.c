@@ -544,15 +544,11 @@ void gen_pad(struct cg *c, int v)
 	const struct vtpu_shape *xs = &c->g->nodes[n->in[0]].shape;
 	struct loc src = loc_of(c, n->in[0]), dst = loc_of(c, v);
 	int64_t d[VTPU_MAX_RANK + 2], od[VTPU_MAX_RANK + 2], lo[VTPU_MAX_RANK + 2];
-	int64_t idx[VTPU_MAX_RANK + 2] = { 0 }, so, dof, ostr;
+	int64_t idx[VTPU_MAX_RANK + 2] = { 0 }, so, dof, ostr, band;
 	int r = xs->rank, p = r < 2 ? 2 - r : 0, i;
 	int es = dt_size(dst.dt);
 
 	fill_flat(c, dst, shape_elems(&n->shape), pad_bits(n));
-	/* The copies overwrite the fill: a BARRIER if they go to lanes. */
-	emit_kernel(&c->e);
-	lanes_by_dst(c, v, shape_elems(xs) / (xs->rank ? xs->dims[xs->rank - 1] : 1) /
-			   (xs->rank > 1 ? xs->dims[xs->rank - 2] : 1));
 	for (i = 0; i < p; i++) {
 		d[i] = od[i] = 1;
 		lo[i] = 0;
@@ -563,6 +559,10 @@ void gen_pad(struct cg *c, int v)
 		lo[p + i] = n->a.pad.lo[i];
 	}
 	r += p;
+	/* The copies overwrite the fill: a BARRIER if they go to lanes. */
+	emit_kernel(&c->e);
+	band = d[r - 2] * d[r - 1];
+	lanes_by_dst(c, v, band ? shape_elems(xs) / band : 0);
 	do {
 		so = 0;
 		dof = 0;

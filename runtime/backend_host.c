@@ -17,9 +17,10 @@
  * not fit, one VMEM and a core count. Jobs run synchronously inside
  * submit(), one at a time per device (the VMEM is shared), so wait()
  * never has anything left to do. A job runs on the submitting thread
- * and, from its first job on, on the device's other cores too: helper
- * threads (host_pool.c, as many as the CPUs allow) take shards of its
- * big instructions, which gives the same bits as one core.
+ * and, from the device's first job on, on its other cores too: helper
+ * threads (host_pool.c, as many as the CPUs allow) run their share of a
+ * program's lanes, or shards of the big instructions of a program
+ * without lanes; either way the bits are one core's.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -443,6 +443,21 @@ TEST(conv2d_strides_padding_dilation_groups)
  * its chunk of 256, bf16, and a VMEM so small that bands hold a row or
  * two. Each must lower to P_DWCONV, not to the matmul.
  */
+/* Nodes of @op in @g once lowered. */
+static int count_lowered(struct __test_metadata *_metadata,
+			 struct vtpu_graph *g, enum ir_op op)
+{
+	struct ir_graph *low = ir_clone(&g->ir);
+	int i, n = 0;
+
+	ASSERT_NE(NULL, low);
+	ASSERT_EQ(0, pass_lower(low));
+	for (i = 0; i < low->n; i++)
+		n += low->nodes[i].op == op;
+	vtpu_graph_free((struct vtpu_graph *)low);
+	return n;
+}
+
 TEST(depthwise_conv_every_window)
 {
 	static const int64_t chans[] = { 1, 3, 17, 300 };
@@ -455,8 +470,7 @@ TEST(depthwise_conv_every_window)
 		enum vtpu_type t = it % 5 == 4 ? VTPU_BF16 : VTPU_F32;
 		struct vtpu_shape sx, sk;
 		struct vtpu_graph *g;
-		struct ir_graph *low;
-		int x, k, y, n = 0;
+		int x, k, y;
 
 		xi[0] = 1 + it % 2;
 		xi[1] = chans[it % 4];
@@ -484,13 +498,7 @@ TEST(depthwise_conv_every_window)
 		y = vtpu_g_conv2d(g, x, k, &p);
 		vtpu_g_outputs(g, 1, &y);
 		ASSERT_EQ(0, g->ir.errcode) TH_LOG("%s", g->ir.err);
-		low = ir_clone(&g->ir);
-		ASSERT_NE(NULL, low);
-		ASSERT_EQ(0, pass_lower(low));
-		for (i = 0; i < low->n; i++)
-			n += low->nodes[i].op == OP_P_DWCONV;
-		vtpu_graph_free((struct vtpu_graph *)low);
-		EXPECT_EQ(1, n);
+		EXPECT_EQ(1, count_lowered(_metadata, g, OP_P_DWCONV));
 		TH_LOG("case %d: x %lldx%lldx%lldx%lld k %lldx%lld stride %dx%d dilation %dx%d pad %d,%d/%d,%d %s",
 		       it, (long long)xi[0], (long long)xi[1], (long long)xi[2],
 		       (long long)xi[3], (long long)ki[2], (long long)ki[3],
@@ -514,7 +522,6 @@ TEST(depthwise_conv_too_wide_for_a_band_is_a_matmul)
 		int stride;
 	} cases[] = { { 3000, 1 }, { 70, 40 } };
 	unsigned int c;
-	int i;
 
 	for (c = 0; c < 2; c++) {
 		struct vtpu_conv_params p = {
@@ -525,18 +532,11 @@ TEST(depthwise_conv_too_wide_for_a_band_is_a_matmul)
 		struct vtpu_graph *g = vtpu_graph_new();
 		int x = vtpu_g_parameter(g, 0, &sx, "x");
 		int k = vtpu_g_parameter(g, 1, &sk, "k");
-		int y = vtpu_g_conv2d(g, x, k, &p), n = 0;
-		struct ir_graph *low;
+		int y = vtpu_g_conv2d(g, x, k, &p);
 
 		vtpu_g_outputs(g, 1, &y);
 		ASSERT_EQ(0, g->ir.errcode) TH_LOG("%s", g->ir.err);
-		low = ir_clone(&g->ir);
-		ASSERT_NE(NULL, low);
-		ASSERT_EQ(0, pass_lower(low));
-		for (i = 0; i < low->n; i++)
-			n += low->nodes[i].op == OP_P_DWCONV;
-		vtpu_graph_free((struct vtpu_graph *)low);
-		EXPECT_EQ(0, n);
+		EXPECT_EQ(0, count_lowered(_metadata, g, OP_P_DWCONV));
 		CHECK(g, &dev_big, 1e-5, 1e-4);
 		vtpu_graph_free(g);
 	}

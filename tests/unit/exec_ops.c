@@ -1467,6 +1467,21 @@ static int run_outer_product(struct __test_metadata *_metadata,
 }
 
 /*
+ * A rig for d (m x n) += a (m x 1) . b (1 x n), and room for the m x n
+ * results wanted.
+ */
+static float *outer_rig(struct rig *r, uint64_t seed, uint32_t m, uint32_t n,
+			struct vtpu_tile *a, struct vtpu_tile *b,
+			struct vtpu_tile *d)
+{
+	rig_init(r, seed);
+	*a = rig_tile(r, VTPU_DT_F32, m, 1);
+	*b = rig_tile(r, VTPU_DT_F32, 1, n);
+	*d = rig_tile(r, VTPU_DT_F32, m, n);
+	return malloc(sizeof(float) * m * n);
+}
+
+/*
  * One k step with ACC is one fused multiply-add per element: the outer
  * product d[i][j] = d[i][j] + a[i] b[j] must be exactly libm's fmaf(),
  * rounded once, on every build (the SSE2 build emulates it), for
@@ -1481,11 +1496,7 @@ TEST(matmul_single_step_is_one_fused_multiply_add)
 	float *want;
 	struct rig r;
 
-	rig_init(&r, 77);
-	a = rig_tile(&r, VTPU_DT_F32, m, 1);
-	b = rig_tile(&r, VTPU_DT_F32, 1, n);
-	d = rig_tile(&r, VTPU_DT_F32, m, n);
-	want = malloc(sizeof(*want) * m * n);
+	want = outer_rig(&r, 77, m, n, &a, &b, &d);
 	ASSERT_NE(NULL, want);
 	for (i = 0; i < m; i++)
 		setf(&r, &a, i, 0, hard_float());
@@ -1522,11 +1533,7 @@ TEST(matmul_fused_multiply_add_rounds_once)
 	float *want;
 	struct rig r;
 
-	rig_init(&r, 78);
-	a = rig_tile(&r, VTPU_DT_F32, m, 1);
-	b = rig_tile(&r, VTPU_DT_F32, 1, n);
-	d = rig_tile(&r, VTPU_DT_F32, m, n);
-	want = malloc(sizeof(*want) * m * n);
+	want = outer_rig(&r, 78, m, n, &a, &b, &d);
 	ASSERT_NE(NULL, want);
 	/* a b = 2^e (1 - 2^-46): 1 + 2^-23 times 2^e (1 - 2^-23) */
 	for (i = 0; i < m; i++)

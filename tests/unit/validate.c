@@ -1775,51 +1775,36 @@ TEST(lanes_header_rules)
 	free(p.buf);
 }
 
+/* A two-lane program of @insns and END, rejected at @at for @why. */
+#define REJECT_LANES(at, why, ...) do {					\
+	struct vtpu_insn _in[] = { __VA_ARGS__ };			\
+	struct prog _p = lanes_prog(2, _in, ARRAY_SIZE(_in));		\
+									\
+	EXPECT_REJECTED(_p, at, why);					\
+	free(_p.buf);							\
+} while (0)
+
 TEST(lanes_instruction_rules)
 {
-	struct vtpu_insn bad_lane[] = { LANE(2) };
-	struct vtpu_insn outside[] = { LANE(1), NEG(4096 - 64) };
-	struct vtpu_insn below[] = { LANE(1), NEG(0) };
-	struct vtpu_insn lane0_high[] = { NEG(4096) };
-	struct vtpu_insn trace[] = { LANE(1),
-				     op3(VTPU_OP_TRACE, 0, 0, 0, NONE, NONE,
-					 NONE) };
-	struct vtpu_insn end_in_lane[] = { LANE(1) };
-	struct vtpu_insn lane_operand = LANE(1), barrier_imm = BARRIER;
+	struct vtpu_insn trace = op3(VTPU_OP_TRACE, 0, 0, 0, NONE, NONE, NONE);
+	struct vtpu_insn lane_operand = LANE(1), lane_flag = LANE(1);
+	struct vtpu_insn barrier_imm = BARRIER;
 	struct prog p;
 
-	p = lanes_prog(2, bad_lane, 1);
-	EXPECT_REJECTED(p, 0, "lane out of range");
-	free(p.buf);
-	p = lanes_prog(2, outside, 2);
-	EXPECT_REJECTED(p, 1, "tile outside its lane's vmem");
-	free(p.buf);
-	p = lanes_prog(2, below, 2);
-	EXPECT_REJECTED(p, 1, "tile outside its lane's vmem");
-	free(p.buf);
-	p = lanes_prog(2, lane0_high, 1);
-	EXPECT_REJECTED(p, 0, "tile outside its lane's vmem");
-	free(p.buf);
-	p = lanes_prog(2, trace, 2);
-	EXPECT_REJECTED(p, 1, "TRACE or END outside lane 0");
-	free(p.buf);
-	p = lanes_prog(2, end_in_lane, 1);
-	EXPECT_REJECTED(p, 1, "TRACE or END outside lane 0");
-	free(p.buf);
+	REJECT_LANES(0, "lane out of range", LANE(2));
+	REJECT_LANES(1, "tile outside its lane's vmem", LANE(1), NEG(4096 - 64));
+	REJECT_LANES(1, "tile outside its lane's vmem", LANE(1), NEG(0));
+	REJECT_LANES(0, "tile outside its lane's vmem", NEG(4096));
+	REJECT_LANES(1, "TRACE or END outside lane 0", LANE(1), trace);
+	/* END follows the LANE */
+	REJECT_LANES(1, "TRACE or END outside lane 0", LANE(1));
 	/* LANE and BARRIER take nothing but LANE's immediate */
 	lane_operand.t.d = F(0, 1, 1);
-	p = lanes_prog(2, &lane_operand, 1);
-	EXPECT_REJECTED(p, 0, "unused operand not zero");
-	free(p.buf);
+	REJECT_LANES(0, "unused operand not zero", lane_operand);
 	barrier_imm.imm = 1;
-	p = lanes_prog(2, &barrier_imm, 1);
-	EXPECT_REJECTED(p, 0, "unused immediate not zero");
-	free(p.buf);
-	lane_operand = LANE(1);
-	lane_operand.flags = VTPU_F_ACC;
-	p = lanes_prog(2, &lane_operand, 1);
-	EXPECT_REJECTED(p, 0, "flag not allowed for this opcode");
-	free(p.buf);
+	REJECT_LANES(0, "unused immediate not zero", barrier_imm);
+	lane_flag.flags = VTPU_F_ACC;
+	REJECT_LANES(0, "flag not allowed for this opcode", lane_flag);
 	/* a version 2 program has neither */
 	p = lanes_prog(0, (struct vtpu_insn[]){ BARRIER }, 1);
 	hdr(&p)->isa_version = 2;

@@ -432,13 +432,13 @@ $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
 		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU) $(RT_LIBS)
 
 # tests/common/leak_check.c makes a test that leaks fail, although the
-# harness's children _exit() past LeakSanitizer.
+# harness's children _exit() past LeakSanitizer, and counts sysconf().
 $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
 		tests/common/leak_check.c $(LIBVTPU_SAN) | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
 		-Icompiler/include -Icompiler -Iruntime -Iruntime/include -I$(GEN) \
-		-isystem $(KSFT_DIR) -Wl,--wrap=_exit -o $@ $< \
+		-isystem $(KSFT_DIR) -Wl,--wrap=_exit -Wl,--wrap=sysconf -o $@ $< \
 		tests/common/leak_check.c $(LIBVTPU_SAN) $(RT_LIBS)
 
 # Each suite prints "<suite>: N passed, N failed, N skipped".

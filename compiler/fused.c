@@ -601,6 +601,18 @@ static void body(struct fk *k, int64_t elem, int64_t rowlen)
 /* ---- elementwise chains ------------------------------------------------- */
 
 /*
+ * Slots as large as the kernel's biggest tile, not all of its VMEM share:
+ * the program's VMEM is what it touches, and the core clears that much
+ * before every job (a 4-element add would otherwise clear 256 KiB).
+ */
+static void fit_slots(struct fk *k, int64_t per, int64_t tile)
+{
+	int64_t want = (tile + 15) & ~(int64_t)15;	/* 64-byte slots */
+
+	k->slot_elems = want < per ? want : per;
+}
+
+/*
  * The chain as rows of @kw elements (its virtual operands broadcast
  * along them), in tiles of up to @per elements: whole rows, or pieces
  * of one when a row is longer than that.
@@ -613,7 +625,7 @@ static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 	wc = wc < CG_TILE_DIM ? wc : CG_TILE_DIM;
 	tr = per / wc;
 	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
-	k->slot_elems = per;
+	fit_slots(k, per, (nrows < tr ? nrows : tr) * wc);
 	tiles = cdiv(nrows, tr) * cdiv(kw, wc);
 	for (r = 0; r < nrows; r += tr)
 		for (c0 = 0; c0 < kw; c0 += wc) {
@@ -648,7 +660,7 @@ static void gen_chain(struct fk *k, int64_t n)
 	rest = n % w;
 	tr = per / w;
 	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
-	k->slot_elems = per;
+	fit_slots(k, per, (full > tr ? tr : full > 0 ? full : 1) * w);
 	k->cols = w;
 	tiles = cdiv(full, tr) + !!rest;
 	for (r = 0; r < full; r += tr) {

@@ -429,12 +429,14 @@ static void host_trace(void *arg, u32 id)
  */
 static void host_pool_start(struct host_dev *h)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int helpers = h->cores - 1;
+	long cpus;
 
+	/* Every job calls this; sysconf() reads sysfs, so only the first. */
 	if (h->pool_tried)
 		return;
 	h->pool_tried = true;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cpus > 0 && helpers > cpus - 1)
 		helpers = (int)cpus - 1;
 	if (helpers > VTPU_EXEC_WAYS_MAX - 1)

@@ -234,9 +234,12 @@ static const char *placement(enum vtpu_placement p)
 
 static void progress(int done, int total)
 {
+	static int tty = -1;	/* asked once: isatty() is a system call */
 	int w = 40, k = done * w / total;
 
-	if (!isatty(2) || total < 2)
+	if (tty < 0)
+		tty = isatty(2);
+	if (!tty || total < 2)
 		return;
 	fprintf(stderr, "\r[%.*s%*s] %d/%d", k,
 		"########################################", w - k, "", done,

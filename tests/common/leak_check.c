@@ -9,6 +9,16 @@
 
 #define KSFT_FAIL	1
 
+long __real_sysconf(int name);
+long __wrap_sysconf(int name);
+unsigned long test_sysconf_calls;
+
+long __wrap_sysconf(int name)
+{
+	__atomic_add_fetch(&test_sysconf_calls, 1, __ATOMIC_RELAXED);
+	return __real_sysconf(name);
+}
+
 void __real__exit(int status) __attribute__((noreturn));
 void __wrap__exit(int status) __attribute__((noreturn));
 

@@ -654,6 +654,54 @@ static struct vtpu_graph *mlp(int batch, int in, int hidden, int out)
 	return g;
 }
 
+/*
+ * A small elementwise kernel uses as much VMEM as its tiles, not the
+ * core's megabyte: the core clears a program's VMEM before every job,
+ * and a 4-float add whose slots were spread over VMEM cost 256 KiB of
+ * memset a run. Both chain generators: flat, and rows with a broadcast.
+ */
+TEST(small_chains_touch_little_vmem)
+{
+	int64_t sizes[] = { 4, 1000 }, dx[] = { 5, 3 }, db[] = { 3 };
+	struct vtpu_program *prog;
+	int along = 1, i, x, y, b;
+	struct vtpu_graph *g;
+	struct vtpu_shape s;
+
+	for (i = 0; i < 2; i++) {
+		g = vtpu_graph_new();
+		s = f32(1, &sizes[i]);
+		x = vtpu_g_parameter(g, 0, &s, "x");
+		y = vtpu_g_binary(g, VTPU_MUL, vtpu_g_binary(g, VTPU_ADD, x, x), x);
+		y = vtpu_g_unary(g, VTPU_EXP, y);
+		ASSERT_EQ(0, vtpu_g_outputs(g, 1, &y));
+		prog = NULL;
+		EXPECT_EQ(1, check_graph(g, &dev_big, 1e-6, 1e-5, 0, &prog) <= 1.0);
+		ASSERT_NE(NULL, prog);
+		/* two values live at once, in 64-byte slots, and no more */
+		EXPECT_LE(prog->cost.vmem_bytes, 3 * ((sizes[i] * 4 + 63) & ~63))
+			TH_LOG("%lld floats: %llu bytes of VMEM", (long long)sizes[i],
+			       (unsigned long long)prog->cost.vmem_bytes);
+		vtpu_program_free(prog);
+		vtpu_graph_free(g);
+	}
+	g = vtpu_graph_new();
+	s = f32(2, dx);
+	x = vtpu_g_parameter(g, 0, &s, "x");
+	s = f32(1, db);
+	b = vtpu_g_parameter(g, 1, &s, "b");
+	y = vtpu_g_binary(g, VTPU_ADD, x, vtpu_g_broadcast(g, b, 2, dx, &along));
+	ASSERT_EQ(0, vtpu_g_outputs(g, 1, &y));
+	prog = NULL;
+	EXPECT_EQ(1, check_graph(g, &dev_big, 1e-6, 1e-6, 0, &prog) <= 1.0);
+	ASSERT_NE(NULL, prog);
+	EXPECT_LE(prog->cost.vmem_bytes, 4096)
+		TH_LOG("[5,3] + [3]: %llu bytes of VMEM",
+		       (unsigned long long)prog->cost.vmem_bytes);
+	vtpu_program_free(prog);
+	vtpu_graph_free(g);
+}
+
 TEST(mlp_matches_reference)
 {
 	struct vtpu_graph *g = mlp(16, 64, 128, 10);

@@ -253,6 +253,42 @@ TEST(program_runs)
 	client_close(c);
 }
 
+/*
+ * A job's path makes no system call of its own: the first job starts the
+ * helper threads, sized by sysconf(_SC_NPROCESSORS_ONLN), which reads
+ * sysfs (an open, a read and a close: 17 us a job on a VM), and later
+ * jobs must not ask again.
+ */
+extern unsigned long test_sysconf_calls;
+
+TEST(jobs_ask_the_cpu_count_once)
+{
+	struct vtpu_client *c;
+	struct vtpu_device *d;
+	struct rt_job job;
+	unsigned long after_first;
+	struct mm m;
+	int ret, i;
+
+	c = client_open(1, 0, &ret);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, ret);
+	d = c->devices[0];
+	ASSERT_EQ(0, mm_setup(d, &m, 1));
+	for (i = 0; i < 20; i++) {
+		mm_job(&job, d, &m, false);
+		ASSERT_EQ(0, run_one(d, &job));
+		EXPECT_EQ(0, job.status);
+		job_fini(&job);
+		if (!i)
+			after_first = test_sysconf_calls;
+	}
+	EXPECT_EQ(after_first, test_sysconf_calls);
+	EXPECT_EQ(0, mm_check(d, &m));
+	mm_teardown(d, &m);
+	client_close(c);
+}
+
 TEST(profile_written)
 {
 	struct vtpu_client *c;

@@ -15,7 +15,21 @@
 # Debian 6.12 headers tools/deps.sh installs). V=1 for verbose kbuild.
 
 BUILD ?= $(CURDIR)/build
+# The userspace alone (libraries, tools, Python module, their install and
+# packages) needs no kernel packages: those goals skip tools/deps.sh and
+# its config.mk, and want only the -dev packages `tools/deps.sh
+# --userspace` installs.
+USERSPACE_GOALS := userspace install uninstall deb
+ifneq ($(MAKECMDGOALS),)
+ifeq ($(filter-out $(USERSPACE_GOALS),$(MAKECMDGOALS)),)
+USERSPACE_ONLY := 1
+endif
+endif
+ifdef USERSPACE_ONLY
+-include $(BUILD)/config.mk
+else
 include $(BUILD)/config.mk
+endif
 
 KDIR ?= $(DEPS_KDIR)
 MODULE := driver/vtpu.ko
@@ -42,18 +56,18 @@ SAN := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer 
 EXEC_SRCS := $(wildcard driver/vtpu_prog.c driver/vtpu_exec.c \
 	driver/vtpu_exec_avx2.c driver/vtpu_exec_avx512.c)
 EXEC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -ffp-contract=off \
-	-fno-math-errno -Iuapi -Idriver -Iruntime/compat
+	-fno-math-errno -Iuapi -Idriver
 EXEC_OBJS := $(patsubst driver/%.c,$(BUILD)/obj/%.o,$(EXEC_SRCS))
 EXEC_SAN_OBJS := $(patsubst driver/%.c,$(BUILD)/obj-san/%.o,$(EXEC_SRCS))
 EXEC_HDRS := $(wildcard driver/vtpu_prog.h driver/vtpu_exec.h \
-	driver/vtpu_compat.h runtime/compat/*.h) uapi/drm/vtpu_isa.h
+	driver/vtpu_compat.h driver/vtpu_user_compat.h) uapi/drm/vtpu_isa.h
 TEST_HDRS := $(wildcard tests/common/*.h)
 
 # The runtime (libvtpu): for now its submission queue.
 RT_SRCS := $(wildcard runtime/*.c)
 RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
 RT_CFLAGS := $(USER_CFLAGS) -fPIC -Iruntime -Iruntime/include \
-	-Icompiler/include -Icompiler -Idriver -Iruntime/compat -I$(BUILD)/gen
+	-Icompiler/include -Icompiler -Idriver -I$(BUILD)/gen
 RT_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj/rt/%.o,$(RT_SRCS))
 RT_SAN_OBJS := $(patsubst runtime/%.c,$(BUILD)/obj-san/rt/%.o,$(RT_SRCS))
 RT_LIBS := $(USER_LIBS) -luring -lyajl -lxxhash -lprotobuf-c -lpthread -lm
@@ -62,13 +76,22 @@ RT_LIBS := $(USER_LIBS) -luring -lyajl -lxxhash -lprotobuf-c -lpthread -lm
 LIBVTPU := $(BUILD)/lib/libvtpu.a
 LIBVTPU_SO := $(BUILD)/lib/libvtpu.so.0.1
 LIBVTPU_SAN := $(BUILD)/lib/libvtpu-san.a
+# The installed static library: the same objects linked into one, with
+# every global the version map does not export made local.
+LIBVTPU_PUB := $(BUILD)/lib/public/libvtpu.a
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+# vtpu-bench is a developer's tool, not installed: nor is its page.
+MAN_PAGES := $(filter-out man/vtpu-bench.1,$(wildcard man/*.[0-9]))
 
 # The graph compiler: a library the runtime, the tools and the tests link.
 CC_SRCS := $(wildcard compiler/*.c compiler/onnx/*.c)
 CC_HDRS := $(wildcard compiler/*.h compiler/onnx/*.h compiler/include/*.h)
 CC_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -Icompiler/include -Icompiler \
-	-Iuapi -Idriver -Iruntime/compat
+	-Iuapi -Idriver
 # ONNX's protobuf schema, compiled by protoc-c at build time from the
 # onnx.proto Debian ships (libonnx-dev); the generated code is not ours.
 GEN := $(BUILD)/gen
@@ -109,23 +132,28 @@ ONNX_FUZZ := $(BUILD)/bin/onnx-fuzz
 KFUZZ := $(BUILD)/bin/vtpu-kfuzz
 
 all: module tests $(BENCH) $(COMPILE_TOOL) $(HLO_FUZZ) $(ONNX_FUZZ) $(LIBVTPU_SO) \
-	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE) $(KFUZZ) python-build
+	$(RUN_TOOL) $(SMI_TOOL) $(CONFORMANCE) $(KFUZZ) python-build $(LIBVTPU_PUB)
+
+# What `make install` installs, built without the kernel packages.
+.PHONY: userspace
+userspace: $(LIBVTPU_PUB) $(LIBVTPU_SO) $(RUN_TOOL) $(COMPILE_TOOL) $(SMI_TOOL) \
+	python-build
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
 		$(LIBVTPU)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Icompiler/include -o $@ $< \
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $(LDFLAGS) -Icompiler/include -o $@ $< \
 		$(LIBVTPU) $(RT_LIBS)
 
 
 $(RUN_TOOL): tools/vtpu-run.c $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Iruntime/include -Icompiler/include -I$(GEN) \
+	$(CC) $(USER_CFLAGS) $(LDFLAGS) -Iruntime/include -Icompiler/include -I$(GEN) \
 		-o $@ $< $(LIBVTPU) $(RT_LIBS)
 
 $(SMI_TOOL): tools/vtpu-smi.c uapi/drm/vtpu_accel.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(USER_LIBS) -lyajl
+	$(CC) $(USER_CFLAGS) $(LDFLAGS) -o $@ $< $(USER_LIBS) -lyajl
 
 $(CONFORMANCE): tests/conformance/conformance.c $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
 	@mkdir -p $(@D)
@@ -156,7 +184,7 @@ python-build: $(PY_EXT) $(patsubst runtime/python/vtpu/%,$(PY_DIR)/%,$(PY_FILES)
 
 $(PY_EXT): $(PY_SRCS) runtime/python/ext/pyvtpu.h $(LIBVTPU) $(RT_HDRS) $(CC_HDRS)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -shared $(PY_CFLAGS) \
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $(LDFLAGS) -fPIC -fvisibility=hidden -shared $(PY_CFLAGS) \
 		-Iruntime/include -Icompiler/include -Iruntime/python/ext \
 		-o $@ $(PY_SRCS) $(LIBVTPU) $(RT_LIBS) -Wl,--exclude-libs,ALL
 
@@ -193,13 +221,13 @@ conformance-check: module $(CONFORMANCE)
 zoo: module $(RUN_TOOL)
 	@tools/zoo/zoo.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)" $(ZOO_MODELS)
 
-demo: deps module $(RUN_TOOL)
+demo: deps module userspace
 	@tools/demo.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)"
 
 # libFuzzer targets (clang), linked with the whole compiler.
 FUZZ_LINK = clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -Icompiler/include -Icompiler -Iuapi \
-	-Idriver -Iruntime/compat -ffp-contract=off \
+	-Idriver -ffp-contract=off \
 	-I$(GEN) -o $@ $< $(CC_SRCS) $(GEN)/onnx.pb-c.c $(EXEC_SRCS) \
 	-lxxhash -lprotobuf-c -lpthread -lm
 
@@ -238,7 +266,7 @@ KFUZZ_SRCS := $(wildcard tests/fuzz/kfuzz*.c)
 $(KFUZZ): $(KFUZZ_SRCS) tests/fuzz/kfuzz.h $(TEST_HDRS) $(EXEC_OBJS) \
 		uapi/drm/vtpu_accel.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Idriver -Iruntime/compat -Itests/common \
+	$(CC) $(USER_CFLAGS) -Idriver -Itests/common \
 		-o $@ $(KFUZZ_SRCS) $(EXEC_OBJS) $(USER_LIBS) -luring -lm
 
 .PHONY: fuzz-kernel
@@ -249,7 +277,7 @@ fuzz-kernel: module $(KFUZZ)
 $(BENCH): $(BENCH_SRCS) tools/bench/bench.h $(LIBVTPU) \
 		$(TEST_HDRS) $(KSFT_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
+	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Itests/common \
 		-Icompiler/include -Iruntime/include \
 		-Itests/kselftest -Itools/bench -isystem $(KSFT_DIR) \
 		-o $@ $(BENCH_SRCS) $(LIBVTPU) $(RT_LIBS) -lopenblas
@@ -283,8 +311,11 @@ bench-models: $(RUN_TOOL)
 
 # The config file records what tools/deps.sh resolved; make remakes it
 # (installing what is missing) when it is absent or the script changed.
+# Not for the userspace goals: make would remake it for -include too.
+ifndef USERSPACE_ONLY
 $(BUILD)/config.mk: tools/deps.sh
 	@tools/deps.sh $(BUILD)
+endif
 
 deps:
 	@tools/deps.sh $(BUILD)
@@ -304,7 +335,7 @@ $(TSAN_BIN): tests/unit/rt_api.c $(RT_SRCS) $(CC_SRCS) $(EXEC_SRCS) $(ONNX_GEN) 
 		$(RT_HDRS) $(CC_HDRS) $(EXEC_HDRS) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -O1 -fsanitize=thread -ffp-contract=off \
-		-Idriver -Iruntime/compat -Itests/common -Icompiler/include \
+		-Idriver -Itests/common -Icompiler/include \
 		-Icompiler -Iruntime -Iruntime/include -isystem $(KSFT_DIR) \
 		-I$(GEN) -o $@ $< $(RT_SRCS) $(CC_SRCS) $(GEN)/onnx.pb-c.c \
 		$(EXEC_SRCS) $(RT_LIBS)
@@ -370,31 +401,74 @@ $(LIBVTPU_SAN): $(RT_SAN_OBJS) $(CC_SAN_OBJS) $(EXEC_SAN_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+$(LIBVTPU_PUB): $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) runtime/libvtpu.map \
+		tools/public-symbols.sh
+	@mkdir -p $(@D)
+	ld -r -o $(@D)/libvtpu-all.o $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS)
+	tools/public-symbols.sh runtime/libvtpu.map $(@D)/libvtpu-all.o > $(@D)/symbols
+	objcopy --keep-global-symbols=$(@D)/symbols $(@D)/libvtpu-all.o $(@D)/libvtpu.o
+	rm -f $@ && ar rcs $@ $(@D)/libvtpu.o
+
 $(LIBVTPU_SO): $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) runtime/libvtpu.map
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libvtpu.so.0 \
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libvtpu.so.0 \
 		-Wl,--version-script=runtime/libvtpu.map -Wl,--no-undefined \
 		-o $@ $(RT_OBJS) $(CC_OBJS) $(EXEC_OBJS) $(RT_LIBS)
 	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so.0
 	ln -sf libvtpu.so.0.1 $(BUILD)/lib/libvtpu.so
 
-# make install [PREFIX=/usr/local] [DESTDIR=...]
-install: $(LIBVTPU) $(LIBVTPU_SO) $(COMPILE_TOOL) python-build
-	install -d $(DESTDIR)$(PREFIX)/include/vtpu $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/bin
+# make install [PREFIX=/usr/local] [LIBDIR=...] [MANDIR=...] [DESTDIR=...]
+# LIBDIR takes a multiarch directory (/usr/lib/x86_64-linux-gnu), as the
+# Debian packages do. `make uninstall` with the same variables undoes it.
+UAPI_HDRS := uapi/drm/vtpu_accel.h uapi/drm/vtpu_isa.h uapi/drm/vtpu_isa_ops.h
+TOOLS := $(RUN_TOOL) $(COMPILE_TOOL) $(SMI_TOOL)
+install: userspace
+	install -d $(DESTDIR)$(INCLUDEDIR)/vtpu/drm $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(BINDIR) $(DESTDIR)$(PY_SITE)/vtpu
 	install -m 644 runtime/include/vtpu.h compiler/include/vtpu_compiler.h \
-		$(DESTDIR)$(PREFIX)/include/vtpu/
-	install -m 644 $(LIBVTPU) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIBVTPU_SO) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libvtpu.so.0.1 $(DESTDIR)$(PREFIX)/lib/libvtpu.so.0
-	ln -sf libvtpu.so.0.1 $(DESTDIR)$(PREFIX)/lib/libvtpu.so
-	sed 's|@PREFIX@|$(PREFIX)|' runtime/vtpu.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/vtpu.pc
-	install -m 755 $(COMPILE_TOOL) $(DESTDIR)$(PREFIX)/bin/
-	install -d $(DESTDIR)$(PY_SITE)/vtpu
+		$(DESTDIR)$(INCLUDEDIR)/vtpu/
+	install -m 644 $(UAPI_HDRS) $(DESTDIR)$(INCLUDEDIR)/vtpu/drm/
+	install -m 644 $(LIBVTPU_PUB) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIBVTPU_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libvtpu.so.0.1 $(DESTDIR)$(LIBDIR)/libvtpu.so.0
+	ln -sf libvtpu.so.0.1 $(DESTDIR)$(LIBDIR)/libvtpu.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' runtime/vtpu.pc.in \
+		> $(DESTDIR)$(LIBDIR)/pkgconfig/vtpu.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/vtpu.pc
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	for m in $(MAN_PAGES); do \
+		sec=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$sec && \
+		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$sec/ || exit 1; \
+	done
 	install -m 644 $(patsubst runtime/python/vtpu/%,$(PY_DIR)/%,$(PY_FILES)) \
 		$(DESTDIR)$(PY_SITE)/vtpu/
 	install -m 644 $(PY_EXT) $(DESTDIR)$(PY_SITE)/vtpu/
+
+.PHONY: uninstall
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/vtpu/,vtpu.h vtpu_compiler.h) \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/vtpu/drm/,$(notdir $(UAPI_HDRS))) \
+		$(addprefix $(DESTDIR)$(LIBDIR)/,libvtpu.a libvtpu.so libvtpu.so.0 \
+			libvtpu.so.0.1 pkgconfig/vtpu.pc) \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS)))
+	for m in $(MAN_PAGES); do \
+		rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$(basename $$m); done
+	rm -rf $(DESTDIR)$(PY_SITE)/vtpu
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/vtpu/drm $(DESTDIR)$(INCLUDEDIR)/vtpu 2>/dev/null
+
+# Debian packages (debian/): vtpu-dkms, libvtpu0, libvtpu-dev, vtpu-tools,
+# python3-vtpu, in BUILD/deb. dpkg-buildpackage writes to the parent
+# directory; the files listed in debian/files are moved from there.
+.PHONY: deb
+deb:
+	dpkg-buildpackage -us -uc -b
+	@mkdir -p $(BUILD)/deb
+	@awk '{ print $$1 }' debian/files | while read -r f; do \
+		mv ../$$f $(BUILD)/deb/ || exit 1; done
+	@mv ../vtpu_*.changes ../vtpu_*.buildinfo $(BUILD)/deb/ 2>/dev/null; true
+	@debian/rules clean >/dev/null 2>&1; true
+	@ls -l $(BUILD)/deb
 
 $(ONNX_GEN) &: $(ONNX_PROTO)
 	@mkdir -p $(GEN)
@@ -427,7 +501,7 @@ $(BUILD)/obj-san/cc/onnx.pb-c.o: $(GEN)/onnx.pb-c.c $(ONNX_GEN)
 $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
 		uapi/drm/vtpu_accel.h $(LIBVTPU)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Iruntime/compat -Itests/common \
+	$(CC) $(USER_CFLAGS) -Idriver -Iruntime -Itests/common \
 		-Iruntime/include -Icompiler/include -Icompiler \
 		-isystem $(KSFT_DIR) -o $@ $< $(LIBVTPU) $(RT_LIBS)
 
@@ -436,7 +510,7 @@ $(BUILD)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(TEST_HDRS) \
 $(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HDRS) uapi/drm/vtpu_accel.h \
 		tests/common/leak_check.c $(LIBVTPU_SAN) | $(ONNX_GEN)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Iruntime/compat -Itests/common \
+	$(CC) $(USER_CFLAGS) $(SAN) -Idriver -Itests/common \
 		-Icompiler/include -Icompiler -Iruntime -Iruntime/include -I$(GEN) \
 		-isystem $(KSFT_DIR) -Wl,--wrap=_exit -Wl,--wrap=sysconf -o $@ $< \
 		tests/common/leak_check.c $(LIBVTPU_SAN) $(RT_LIBS)
@@ -450,6 +524,11 @@ e2e: module $(E2E_BINS) $(EXAMPLE)
 
 unit: $(UNIT_BINS)
 	@tools/run-unit.sh $(BUILD)/tests/unit
+
+# The command-line tools as a user runs them (tests/tools/*.sh).
+.PHONY: tools-test
+tools-test: userspace $(BUILD)/examples/readme_mlp.c
+	@tools/tools-test.sh $(BUILD)
 
 kselftest: module $(KSFT_BINS)
 	@tools/kselftest.sh $(BUILD) $(CURDIR)/$(MODULE) "$(VM_PARAMS)" $(T)

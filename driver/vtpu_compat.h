@@ -4,7 +4,7 @@
 /*
  * The few kernel definitions the shared validator and executor use. In
  * the kernel they come from <linux/...>; in userspace the same names are
- * provided by runtime/compat/vtpu_user_compat.h, so vtpu_prog.c and
+ * provided by vtpu_user_compat.h beside it, so vtpu_prog.c and
  * vtpu_exec.c compile unchanged in both places.
  */
 #ifndef __VTPU_COMPAT_H__

@@ -22,9 +22,9 @@ if ! make -s BUILD="$build" all > "$logs/build.log" 2>&1; then
 	exit 1
 fi
 
-suites=(checkpatch unit kselftest fuzz-kernel e2e conformance zoo python)
+suites=(checkpatch unit tools kselftest fuzz-kernel e2e conformance zoo python)
 # The make target of a suite whose name is not its target.
-declare -A target=([conformance]=conformance-check)
+declare -A target=([conformance]=conformance-check [tools]=tools-test)
 summary=()
 tp=0 tf=0 ts=0
 for s in "${suites[@]}"; do

@@ -6,6 +6,9 @@
 # and checkpatch extracted from the matching linux-source into a cache.
 #
 # Usage: tools/deps.sh [BUILD_DIR]     (default: build)
+#        tools/deps.sh --userspace     only what `make userspace` and
+#                                      `make install` need: no kernel
+#                                      packages, no config.mk
 #
 # Writes BUILD_DIR/config.mk with KVER, KDIR and the cache paths the
 # Makefile includes. The kernel version is the newest
@@ -13,6 +16,11 @@
 # hard-coded. When everything is present this takes well under a second.
 set -euo pipefail
 
+userspace=
+if [ "${1:-}" = --userspace ]; then
+	userspace=1
+	shift
+fi
 build=${1:-build}
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
@@ -28,6 +36,14 @@ pkgs_base=(build-essential bc bison flex libelf-dev kmod xz-utils cpio
 	   libonnx-testdata protobuf-c-compiler libprotobuf-c-dev
 	   python3-torch python3-torchvision python3-onnx
 	   python3-dev python3-numpy python3-pytest)
+
+# The userspace build alone: compiler, libraries, protobuf-c, Python.
+pkgs_user=(build-essential pkg-config liburing-dev libdrm-dev libxxhash-dev
+	   libyajl-dev libonnx-dev protobuf-c-compiler libprotobuf-c-dev
+	   python3-dev python3-numpy)
+# `make deb` and its checks: debhelper, dh-dkms, dh-python, lintian.
+pkgs_deb=(debhelper dkms dh-dkms dh-python fakeroot lintian dpkg-dev)
+pkgs_base+=("${pkgs_deb[@]}")
 
 have_pkg() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'
@@ -88,6 +104,13 @@ resolve_kver() {
 	echo "$v" > "$stamp"
 	echo "$v"
 }
+
+if [ -n "$userspace" ]; then
+	# shellcheck disable=SC2046
+	apt_install_or_refresh $(missing "${pkgs_user[@]}") ||
+		apt_install $(missing "${pkgs_user[@]}")
+	exit 0
+fi
 
 # shellcheck disable=SC2046
 apt_install_or_refresh $(missing "${pkgs_base[@]}") ||

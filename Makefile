@@ -525,9 +525,10 @@ e2e: module $(E2E_BINS) $(EXAMPLE)
 unit: $(UNIT_BINS)
 	@tools/run-unit.sh $(BUILD)/tests/unit
 
-# The command-line tools as a user runs them (tests/tools/*.sh).
+# The command-line tools as a user runs them, make install, and the
+# Debian packages installed on this machine (tests/tools/*.sh).
 .PHONY: tools-test
-tools-test: userspace $(BUILD)/examples/readme_mlp.c
+tools-test: userspace $(BUILD)/examples/readme_mlp.c deb
 	@tools/tools-test.sh $(BUILD)
 
 kselftest: module $(KSFT_BINS)

@@ -51,6 +51,9 @@ elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo=sudo
 else sudo=no
 fi
 export DEBIAN_FRONTEND=noninteractive
+# One run at a time installs and purges the packages on this machine.
+exec 9>"${TMPDIR:-/tmp}/vtpu-deb-test.lock"
+flock 9
 d=$(mktemp -d)
 pkgs=()
 for f in "${debs[@]}"; do pkgs+=("$(dpkg-deb -f "$f" Package)"); done
@@ -217,6 +220,9 @@ if [ -z "$kver" ] || ! dkms status vtpu/0.1 -k "$kver" 2>/dev/null | grep -q ins
 else
 	cat > "$d/guest.sh" <<'GUEST'
 set -e
+# The guest runs in a chroot of the host's root; udevadm refuses
+# requests there unless told it is the system it manages.
+export SYSTEMD_IGNORE_CHROOT=1
 modprobe vtpu num_devices=1
 m=$(modinfo -F filename vtpu)
 echo "module: $m"

@@ -84,6 +84,8 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/vtpu
+LICENSE_FILES := COPYING $(wildcard LICENSES/*/*)
 # vtpu-bench is a developer's tool, not installed: nor is its page.
 MAN_PAGES := $(filter-out man/vtpu-bench.1,$(wildcard man/*.[0-9]))
 
@@ -140,9 +142,10 @@ userspace: $(LIBVTPU_PUB) $(LIBVTPU_SO) $(RUN_TOOL) $(COMPILE_TOOL) $(SMI_TOOL) 
 	python-build
 
 $(COMPILE_TOOL): tools/vtpu-compile.c compiler/include/vtpu_compiler.h \
-		$(LIBVTPU)
+		runtime/include/vtpu.h $(LIBVTPU)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $(LDFLAGS) -Icompiler/include -o $@ $< \
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $(LDFLAGS) -Icompiler/include \
+		-Iruntime/include -o $@ $< \
 		$(LIBVTPU) $(RT_LIBS)
 
 
@@ -444,6 +447,8 @@ install: userspace
 	install -m 644 $(patsubst runtime/python/vtpu/%,$(PY_DIR)/%,$(PY_FILES)) \
 		$(DESTDIR)$(PY_SITE)/vtpu/
 	install -m 644 $(PY_EXT) $(DESTDIR)$(PY_SITE)/vtpu/
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 644 $(LICENSE_FILES) $(DESTDIR)$(DOCDIR)/
 
 .PHONY: uninstall
 uninstall:
@@ -455,6 +460,8 @@ uninstall:
 	for m in $(MAN_PAGES); do \
 		rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$(basename $$m); done
 	rm -rf $(DESTDIR)$(PY_SITE)/vtpu
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(LICENSE_FILES)))
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/vtpu/drm $(DESTDIR)$(INCLUDEDIR)/vtpu 2>/dev/null
 
 # Debian packages (debian/): vtpu-dkms, libvtpu0, libvtpu-dev, vtpu-tools,

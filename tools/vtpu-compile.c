@@ -2,24 +2,27 @@
 /* Copyright (C) 2026 The vtpu authors */
 
 /*
- * vtpu-compile - compiles an XLA HLO text module for a vtpu device and
- * prints what the compiler decided: the cost model, memory by kind and
+ * vtpu-compile - compiles an XLA HLO text module or an ONNX model for a
+ * vtpu device and prints what the compiler decided: the cost model, memory by kind and
  * the memory plan, optionally the disassembly and the binary. The
  * device is described on the command line, so no device is needed.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vtpu.h"		/* VTPU_VERSION_* */
 #include "vtpu_compiler.h"
 
 static const char usage[] =
-"usage: vtpu-compile [OPTIONS] FILE.hlo\n"
+"usage: vtpu-compile [OPTIONS] FILE.hlo|FILE.onnx\n"
 "\n"
-"Compiles an XLA HLO text module (\"-\" reads stdin) and prints the cost\n"
-"model and the memory plan.\n"
+"Compiles an XLA HLO text module or an ONNX model (\"-\" reads stdin) and\n"
+"prints the cost model and the memory plan. A FILE ending in .onnx, or\n"
+"that is not text, is ONNX; its shapes must be static (no symbolic dims).\n"
 "\n"
 "  --vmem KiB      VMEM per core (default 1024)\n"
 "  --cores N       cores (default 2)\n"
@@ -29,9 +32,13 @@ static const char usage[] =
 "  -o FILE         write the program binary to FILE\n"
 "  --disasm        print the disassembly\n"
 "  -h, --help      this text\n"
+"  --version       print the version and exit\n"
+"\n"
+"Exit status: 0 on success, 1 on an error, 2 for a command-line error.\n"
 "\n"
 "examples:\n"
 "  vtpu-compile mlp.hlo\n"
+"  vtpu-compile model.onnx\n"
 "  vtpu-compile --vmem 256 --no-fusion --disasm mlp.hlo\n"
 "  vtpu-compile --dump=fuse -o mlp.bin mlp.hlo\n";
 
@@ -42,6 +49,19 @@ struct args {
 	int disasm;
 };
 
+/* GNU style: what was wrong, then where to look; -1 for parse_args(). */
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("vtpu-compile: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'vtpu-compile --help'.\n", stderr);
+	return -1;
+}
+
 /* A positive integer option, or -1. */
 static long long number(const char *opt, const char *s)
 {
@@ -50,15 +70,13 @@ static long long number(const char *opt, const char *s)
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v <= 0) {
-		fprintf(stderr, "vtpu-compile: %s wants a positive number, not '%s'\n",
-			opt, s);
-		return -1;
-	}
+	if (errno || end == s || *end || v <= 0 || v > 1LL << 30)
+		return usage_error("%s wants a positive number, not '%s'", opt, s);
 	return v;
 }
 
-enum { OPT_VMEM = 256, OPT_CORES, OPT_HBM, OPT_DUMP, OPT_NO_FUSION, OPT_DISASM };
+enum { OPT_VMEM = 256, OPT_CORES, OPT_HBM, OPT_DUMP, OPT_NO_FUSION, OPT_DISASM,
+       OPT_VERSION };
 
 static const struct option long_opts[] = {
 	{ "vmem", required_argument, NULL, OPT_VMEM },
@@ -68,10 +86,11 @@ static const struct option long_opts[] = {
 	{ "no-fusion", no_argument, NULL, OPT_NO_FUSION },
 	{ "disasm", no_argument, NULL, OPT_DISASM },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
-/* 0, 1 for --help, -1 for a usage error. */
+/* 0, 1 for --help, 2 for --version, -1 for a usage error (said). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	long long v = 0;
@@ -80,7 +99,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->dev.vmem_size = 1024 << 10;
 	a->dev.num_cores = 2;
 	a->dev.hbm_size = 32 << 20;
-	while ((c = getopt_long(argc, argv, "ho:", long_opts, NULL)) != -1) {
+	/* Our own messages: getopt's would name argv[0], a full path. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_VMEM:
 			v = number("--vmem", optarg);
@@ -108,17 +129,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'h':
 			return 1;
+		case OPT_VERSION:
+			return 2;
+		case ':':
+			return usage_error("option '%s' needs an argument",
+					   argv[optind - 1]);
 		default:
-			return -1;
+			if (optopt)
+				return usage_error("unknown option -- '%c'", optopt);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 		if (v < 0)
 			return -1;
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "vtpu-compile: %s\n", optind < argc ?
-			"one input file, please" : "no input file");
-		return -1;
-	}
+	if (optind == argc)
+		return usage_error("no input file");
+	if (optind != argc - 1)
+		return usage_error("one input file, please; '%s' is one too many",
+				   argv[optind + 1]);
 	a->input = argv[optind];
 	return 0;
 }
@@ -231,6 +259,25 @@ static int write_binary(const char *path, const struct vtpu_program *p)
 	return ok ? 0 : -1;
 }
 
+/*
+ * ONNX by name, else by content: a ModelProto starts with a field tag
+ * (ir_version's is 0x08), which HLO text never has; stdin has no name.
+ */
+static int is_onnx(const char *path, const char *buf, size_t len)
+{
+	size_t a = strlen(path), k;
+
+	if (a >= 5 && !strcmp(path + a - 5, ".onnx"))
+		return 1;
+	for (k = 0; k < len && k < 4096; k++) {
+		unsigned char ch = buf[k];
+
+		if (ch < 0x09 || (ch > 0x0d && ch < 0x20))
+			return 1;
+	}
+	return 0;
+}
+
 /* Parses and compiles the input; the program or NULL with a message. */
 static struct vtpu_program *compile_file(const struct args *a)
 {
@@ -239,13 +286,23 @@ static struct vtpu_program *compile_file(const struct args *a)
 	char err[512] = "";
 	size_t len = 0;
 	char *text = read_file(a->input, &len);
+	int ret;
 
 	if (!text)
 		return NULL;
-	if (vtpu_hlo_parse(text, len, &g, err, sizeof(err)))
-		fprintf(stderr, "%s:%s\n", a->input,
-			err[0] ? err : " cannot parse");
-	else if (vtpu_compile(g, &a->dev, &a->opts, &prog, err, sizeof(err)))
+	if (is_onnx(a->input, text, len)) {
+		ret = vtpu_onnx_parse(text, len, &g, err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "vtpu-compile: %s: %s\n", a->input,
+				err[0] ? err : "not an ONNX model");
+	} else {
+		/* HLO messages start with the line and column */
+		ret = vtpu_hlo_parse(text, len, &g, err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "%s:%s\n", a->input,
+				err[0] ? err : " cannot parse");
+	}
+	if (!ret && vtpu_compile(g, &a->dev, &a->opts, &prog, err, sizeof(err)))
 		fprintf(stderr, "vtpu-compile: %s: compile error: %s\n",
 			a->input, err[0] ? err : "unknown");
 	vtpu_graph_free(g);
@@ -260,15 +317,17 @@ int main(int argc, char **argv)
 	int ret;
 
 	ret = parse_args(argc, argv, &a);
-	if (ret > 0) {
+	if (ret == 1) {
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (ret < 0) {
-		fputs("usage: vtpu-compile [OPTIONS] FILE.hlo (--help for more)\n",
-		      stderr);
-		return 2;
+	if (ret == 2) {
+		printf("vtpu-compile %d.%d\n", VTPU_VERSION_MAJOR,
+		       VTPU_VERSION_MINOR);
+		return 0;
 	}
+	if (ret < 0)
+		return 2;
 	prog = compile_file(&a);
 	if (!prog)
 		return 1;

@@ -51,6 +51,9 @@ for t in vtpu-run vtpu-compile vtpu-smi; do
 	check "$t installed 0755" mode "$dest/usr/bin/$t" 755
 done
 check "uAPI header installed" test -f "$dest/usr/include/vtpu/drm/vtpu_accel.h"
+check "license texts installed with COPYING" \
+	bash -c "for f in COPYING GPL-2.0 MIT Linux-syscall-note; do
+		grep -q . '$dest/usr/share/doc/vtpu/'\$f || exit 1; done"
 
 export PKG_CONFIG_PATH=$dest$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
 pc() { pkg-config "$@" vtpu; }

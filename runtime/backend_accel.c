@@ -340,6 +340,29 @@ static int accel_query(struct vtpu_device *d, struct vtpu_device_info *out)
 	return 0;
 }
 
+/*
+ * QUERY has no free block count; vtpu.ko publishes it in sysfs, as
+ * vtpu-smi reads it. Profiles only: a read per memory snapshot.
+ */
+static uint64_t accel_free_blocks(struct vtpu_device *d,
+				  const struct vtpu_device_info *info)
+{
+	char path[128], buf[32];
+	unsigned long long v;
+	FILE *f;
+	int ok;
+
+	(void)info;
+	snprintf(path, sizeof(path), ACCEL_SYSFS "/%s/device/hbm_free_blocks",
+		 d->name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu", &v) == 1;
+	fclose(f);
+	return ok ? v : 0;
+}
+
 /* ---- buffers ------------------------------------------------------------ */
 
 static int accel_bo_create(struct vtpu_device *d, uint64_t size,
@@ -820,6 +843,7 @@ const struct rt_backend_ops rt_backend_accel = {
 	.open = accel_open,
 	.close = accel_close,
 	.query = accel_query,
+	.free_blocks = accel_free_blocks,
 	.bo_create = accel_bo_create,
 	.bo_destroy = accel_bo_destroy,
 	.bo_map = accel_bo_map,

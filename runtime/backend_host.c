@@ -226,6 +226,18 @@ static int host_query(struct vtpu_device *d, struct vtpu_device_info *out)
 }
 
 /*
+ * HBM is counted, not laid out (host_query()): whatever is free is one
+ * range, so there is one free block when anything is free, and none
+ * when HBM is full. That is the truth of this backend, not a guess.
+ */
+static uint64_t host_free_blocks(struct vtpu_device *d,
+				 const struct vtpu_device_info *info)
+{
+	(void)d;
+	return info->hbm_free ? 1 : 0;
+}
+
+/*
  * A buffer's memory, zeroed. Large ones are mapped in 2 MiB pages, as
  * vtpu.ko's HBM sits in the kernel's huge direct map: a job streaming a
  * model's weights through the executor then needs a few dozen TLB
@@ -579,6 +591,7 @@ const struct rt_backend_ops rt_backend_host = {
 	.open = host_open,
 	.close = host_close,
 	.query = host_query,
+	.free_blocks = host_free_blocks,
 	.bo_create = host_bo_create,
 	.bo_destroy = host_bo_destroy,
 	.bo_map = host_bo_map,

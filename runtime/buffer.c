@@ -18,8 +18,9 @@
 
 /*
  * RT_EV_MEMORY (profile.c's contract): HBM used, free, largest free
- * block, free block count (not known here: 0). free vs largest free is
- * the external fragmentation a viewer plots.
+ * block, free block count (the backend's ops->free_blocks; 0 when it
+ * cannot tell). free vs largest free is the external fragmentation a
+ * viewer plots.
  */
 static void memory_snapshot(struct vtpu_device *d)
 {
@@ -35,6 +36,8 @@ static void memory_snapshot(struct vtpu_device *d)
 	ev.value[0] = info.hbm_total - info.hbm_free;
 	ev.value[1] = info.hbm_free;
 	ev.value[2] = info.hbm_largest_free;
+	ev.value[3] = d->client->ops->free_blocks ?
+		      d->client->ops->free_blocks(d, &info) : 0;
 	rt_profile_event(d->client, &ev);
 }
 
@@ -78,11 +81,18 @@ int vtpu_buffer_create(struct vtpu_client *c, struct vtpu_device *d,
 		       uint64_t size, enum vtpu_placement p,
 		       struct vtpu_buffer **out_buffer)
 {
-	const struct rt_backend_ops *ops = c->ops;
+	const struct rt_backend_ops *ops;
 	struct vtpu_buffer *b;
 	int ret;
 
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_buffer)
+		return rt_bad_arg(c, __func__, "no out_buffer");
 	*out_buffer = NULL;
+	ops = c->ops;
+	if (d && !RT_LIVE(d, RT_KIND_DEVICE))
+		return rt_bad_arg(c, __func__, "not a device");
 	if (!size || p > VTPU_PLACE_HOST)
 		return rt_set_error(c, EINVAL, "buffer: bad size %llu or placement %d",
 				    (unsigned long long)size, (int)p);
@@ -111,6 +121,7 @@ int vtpu_buffer_create(struct vtpu_client *c, struct vtpu_device *d,
 		return rt_set_error(c, ENOMEM, "%s: cannot map a buffer",
 				    d->name);
 	}
+	rt_obj_add(c, &b->obj, RT_KIND_BUFFER);
 	buffer_event(b, RT_EV_ALLOC);
 	*out_buffer = b;
 	return 0;
@@ -120,6 +131,11 @@ void vtpu_buffer_destroy(struct vtpu_buffer *b)
 {
 	if (!b)
 		return;
+	if (!RT_LIVE(b, RT_KIND_BUFFER)) {
+		rt_bad_arg(NULL, __func__, "not a live buffer (destroyed twice?)");
+		return;
+	}
+	rt_obj_del(b->client, &b->obj);
 	b->client->ops->bo_destroy(b->device, b->bo);
 	/* after the release, so the snapshot shows the memory back */
 	buffer_event(b, RT_EV_FREE);
@@ -136,35 +152,53 @@ static bool in_range(const struct vtpu_buffer *b, uint64_t offset,
 int vtpu_buffer_upload(struct vtpu_buffer *b, uint64_t offset,
 		       const void *data, uint64_t size)
 {
+	if (!RT_LIVE(b, RT_KIND_BUFFER))
+		return rt_bad_arg(NULL, __func__, "not a buffer");
+	if (!data && size)
+		return rt_bad_arg(b->client, __func__, "no data");
 	if (!in_range(b, offset, size))
 		return rt_set_error(b->client, EINVAL,
 				    "upload of %llu bytes at %llu: the buffer has %llu",
 				    (unsigned long long)size,
 				    (unsigned long long)offset,
 				    (unsigned long long)b->size);
-	memcpy((char *)b->map + offset, data, size);
+	if (size)
+		memcpy((char *)b->map + offset, data, size);
 	return 0;
 }
 
 int vtpu_buffer_download(struct vtpu_buffer *b, uint64_t offset, void *data,
 			 uint64_t size)
 {
+	if (!RT_LIVE(b, RT_KIND_BUFFER))
+		return rt_bad_arg(NULL, __func__, "not a buffer");
+	if (!data && size)
+		return rt_bad_arg(b->client, __func__, "no data");
 	if (!in_range(b, offset, size))
 		return rt_set_error(b->client, EINVAL,
 				    "download of %llu bytes at %llu: the buffer has %llu",
 				    (unsigned long long)size,
 				    (unsigned long long)offset,
 				    (unsigned long long)b->size);
-	memcpy(data, (const char *)b->map + offset, size);
+	if (size)
+		memcpy(data, (const char *)b->map + offset, size);
 	return 0;
 }
 
 uint64_t vtpu_buffer_size(const struct vtpu_buffer *b)
 {
+	if (!RT_LIVE(b, RT_KIND_BUFFER)) {
+		rt_bad_arg(NULL, __func__, "not a buffer");
+		return 0;
+	}
 	return b->size;
 }
 
 enum vtpu_placement vtpu_buffer_placement(const struct vtpu_buffer *b)
 {
+	if (!RT_LIVE(b, RT_KIND_BUFFER)) {
+		rt_bad_arg(NULL, __func__, "not a buffer");
+		return VTPU_PLACE_AUTO;
+	}
 	return b->placed;
 }

@@ -7,11 +7,14 @@
  * helpers the other runtime files share (rt.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rt.h"
 
@@ -61,6 +64,7 @@ struct vtpu_device *rt_device_alloc(struct vtpu_client *c, const char *name)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
+	d->obj.magic = RT_MAGIC(RT_KIND_DEVICE);
 	d->client = c;
 	d->index = c->ndevices;
 	snprintf(d->name, sizeof(d->name), "%s", name);
@@ -107,6 +111,8 @@ struct vtpu_device *rt_pick_device(struct vtpu_client *c)
 
 void vtpu_client_options_init(struct vtpu_client_options *o)
 {
+	if (!o)
+		return;
 	memset(o, 0, sizeof(*o));
 	o->backend = VTPU_BACKEND_AUTO;
 	o->host_devices = 1;
@@ -201,6 +207,7 @@ static void free_devices(struct vtpu_client *c)
 
 	for (i = 0; i < c->ndevices; i++) {
 		rt_pool_fini(c->devices[i]);
+		c->devices[i]->obj.magic = RT_MAGIC_DEAD;
 		free(c->devices[i]);
 	}
 	c->ndevices = 0;
@@ -216,6 +223,8 @@ static struct vtpu_client *client_alloc(const struct vtpu_client_options *o)
 		c->opts = *o;
 	else
 		vtpu_client_options_init(&c->opts);
+	c->obj.magic = RT_MAGIC(RT_KIND_CLIENT);
+	c->objs.next = c->objs.prev = &c->objs;
 	c->inject_left = c->opts.inject_failures;
 	c->open_ns = rt_now_ns();
 	pthread_mutex_init(&c->lock, NULL);
@@ -225,19 +234,190 @@ static struct vtpu_client *client_alloc(const struct vtpu_client_options *o)
 
 static void client_free(struct vtpu_client *c)
 {
+	c->obj.magic = RT_MAGIC_DEAD;
+	free(c->cache_dir);
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
+/* ---- the compile cache's directory ---------------------------------------- */
+
+/* Appends "@what @dir: @why" to the client's note of passed-over choices. */
+static void cache_note(struct vtpu_client *c, const char *what,
+		       const char *dir, const char *why)
+{
+	size_t len = strlen(c->cache_note);
+
+	snprintf(c->cache_note + len, sizeof(c->cache_note) - len, "%s%s %s: %s",
+		 len ? "; " : "", what, dir, why);
+}
+
+/* Creates @dir (0700) and its missing parents; 0 or -errno. */
+static int make_dirs(const char *dir)
+{
+	char path[4096];
+	size_t len = strlen(dir);
+	char *p;
+
+	if (!len || len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (p = path + 1; ; p++) {
+		if (*p && *p != '/')
+			continue;
+		if (p[-1] != '/') {
+			char end = *p;
+
+			*p = '\0';
+			if (mkdir(path, 0700) && errno != EEXIST)
+				return -errno;
+			*p = end;
+		}
+		if (!*p)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * A directory shared by everyone (/tmp) is only used through a directory
+ * of our own: an entry someone else planted there must not be trusted.
+ */
+static int check_private(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if ((st.st_mode & 077) && chmod(dir, 0700))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Whether the cache can keep programs in @dir: created if missing, and a
+ * file made and removed there. The compile cache itself fails quietly
+ * (every compile a miss), so this is where a read-only $HOME shows.
+ */
+static int probe_dir(const char *dir, bool private)
+{
+	char path[4096 + 16];
+	int fd, ret = make_dirs(dir);
+
+	if (!ret && private)
+		ret = check_private(dir);
+	if (ret)
+		return ret;
+	if (snprintf(path, sizeof(path), "%s/.probe-XXXXXX", dir) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	close(fd);
+	return 0;
+}
+
+/* A place the cache may live: @base @sub (and the uid when @private). */
+struct cache_cand {
+	const char *what, *base, *sub;
+	bool private;
+};
+
+/* The first writable of vtpu.h's list; NULL and a note when none is. */
+static int choose_cache_dir(struct vtpu_client *c)
+{
+	static int told;
+	const char *opt = c->opts.cache_dir, *env;
+	struct cache_cand cand[5];
+	char dir[4096];
+	int n = 0, i, ret;
+
+	c->cache_note[0] = '\0';
+	if (opt && !*opt)
+		return 0;	/* memory only, as asked */
+	if (opt)
+		cand[n++] = (struct cache_cand){ "cache_dir", opt, "", false };
+	env = getenv("VTPU_CACHE_DIR");
+	if (env && *env)
+		cand[n++] = (struct cache_cand){ "$VTPU_CACHE_DIR", env, "", false };
+	env = getenv("XDG_CACHE_HOME");
+	if (env && *env)
+		cand[n++] = (struct cache_cand){ "$XDG_CACHE_HOME", env, "/vtpu",
+					       false };
+	env = getenv("HOME");
+	if (env && *env)
+		cand[n++] = (struct cache_cand){ "$HOME", env, "/.cache/vtpu",
+					       false };
+	env = getenv("TMPDIR");
+	cand[n++] = (struct cache_cand){ "per-user", env && *env ? env : "/tmp",
+				       "/vtpu-cache-", true };
+
+	for (i = 0; i < n; i++) {
+		if (cand[i].private)
+			snprintf(dir, sizeof(dir), "%s%s%u", cand[i].base,
+				 cand[i].sub, (unsigned int)geteuid());
+		else if (snprintf(dir, sizeof(dir), "%s%s", cand[i].base,
+				  cand[i].sub) >= (int)sizeof(dir))
+			continue;
+		ret = probe_dir(dir, cand[i].private);
+		if (!ret)
+			break;
+		cache_note(c, cand[i].what, dir, strerror(-ret));
+	}
+	if (i < n) {
+		c->cache_dir = strdup(dir);
+		if (!c->cache_dir)
+			return rt_set_error(c, ENOMEM, "out of memory");
+		if (c->cache_note[0]) {
+			size_t len = strlen(c->cache_note);
+
+			snprintf(c->cache_note + len, sizeof(c->cache_note) - len,
+				 "; using %s", dir);
+		}
+	} else {
+		size_t len = strlen(c->cache_note);
+
+		snprintf(c->cache_note + len, sizeof(c->cache_note) - len,
+			 "; no writable directory: compiled programs are cached in memory only");
+	}
+	/* Once per process: a program opening many clients says it once. */
+	if (c->cache_note[0] && getenv("VTPU_DEBUG") &&
+	    !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "libvtpu: compile cache: %s\n", c->cache_note);
+	return 0;
+}
+
+int vtpu_client_cache_dir(const struct vtpu_client *c, const char **out_dir,
+			  const char **out_note)
+{
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_dir)
+		return rt_bad_arg(c, __func__, "no out_dir");
+	*out_dir = c->cache_dir ? c->cache_dir : "";
+	if (out_note)
+		*out_note = c->cache_note;
+	return 0;
+}
+
 int vtpu_client_create(const struct vtpu_client_options *o,
 		       struct vtpu_client **out_client)
 {
-	struct vtpu_client *c = client_alloc(o);
+	struct vtpu_client *c;
 	enum vtpu_backend b;
 	int ret;
 
+	if (!out_client)
+		return rt_bad_arg(NULL, __func__, "no out_client");
 	*out_client = NULL;
+	c = client_alloc(o);
 	if (!c)
 		return rt_set_error(NULL, ENOMEM, "out of memory");
 	b = c->opts.backend;
@@ -255,9 +435,12 @@ int vtpu_client_create(const struct vtpu_client_options *o,
 	ret = init_params(c);
 	if (ret)
 		goto err_close;
+	ret = choose_cache_dir(c);
+	if (ret)
+		goto err_close;
 	c->cache = vtpu_cache_new(c->opts.cache_entries > 0 ?
 				  (size_t)c->opts.cache_entries : 0,
-				  c->opts.cache_dir);
+				  c->cache_dir ? c->cache_dir : "");
 	if (!c->cache) {
 		ret = rt_set_error(c, ENOMEM, "out of memory for the cache");
 		goto err_close;
@@ -277,12 +460,49 @@ err_free:
 	return ret;
 }
 
+/* The newest live object of @kind on @c's list, or NULL. */
+static struct rt_obj *first_of(struct vtpu_client *c, enum rt_kind kind)
+{
+	struct rt_obj *o, *found = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (o = c->objs.next; o != &c->objs && !found; o = o->next)
+		if (o->magic == RT_MAGIC(kind))
+			found = o;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+/*
+ * What the caller left behind, through each kind's own destroy (which
+ * takes it off the list; obj is every struct's first member). Events
+ * first: destroying one drives its run to the end, so nothing is in
+ * flight when executables and buffers go.
+ */
+static void release_leftovers(struct vtpu_client *c)
+{
+	struct rt_obj *o;
+
+	while ((o = first_of(c, RT_KIND_EVENT)))
+		vtpu_event_destroy((struct vtpu_event *)o);
+	while ((o = first_of(c, RT_KIND_PROFILE)))
+		vtpu_profile_destroy((struct vtpu_profile *)o);
+	while ((o = first_of(c, RT_KIND_EXECUTABLE)))
+		vtpu_executable_destroy((struct vtpu_executable *)o);
+}
+
 void vtpu_client_destroy(struct vtpu_client *c)
 {
+	struct rt_obj *o;
 	int i;
 
 	if (!c)
 		return;
+	if (!RT_LIVE(c, RT_KIND_CLIENT)) {
+		rt_bad_arg(NULL, __func__, "not a live client (destroyed twice?)");
+		return;
+	}
+	release_leftovers(c);
 	pthread_mutex_lock(&c->lock);
 	while (c->inflight)
 		pthread_cond_wait(&c->idle, &c->lock);
@@ -290,6 +510,9 @@ void vtpu_client_destroy(struct vtpu_client *c)
 	/* the pool's buffers go while the backend can still free them */
 	for (i = 0; i < c->ndevices; i++)
 		rt_pool_trim(c->devices[i], false);
+	/* then the caller's buffers, the pool's being gone */
+	while ((o = first_of(c, RT_KIND_BUFFER)))
+		vtpu_buffer_destroy((struct vtpu_buffer *)o);
 	c->ops->close(c);
 	free_devices(c);
 	vtpu_cache_free(c->cache);
@@ -300,17 +523,40 @@ void vtpu_client_destroy(struct vtpu_client *c)
 
 const char *vtpu_client_backend(const struct vtpu_client *c)
 {
+	if (!RT_LIVE(c, RT_KIND_CLIENT)) {
+		rt_bad_arg(c, __func__, "not a client");
+		return "";
+	}
 	return c->ops->name;
 }
 
 int vtpu_client_device_count(const struct vtpu_client *c)
 {
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
 	return c->ndevices;
+}
+
+int vtpu_client_set_run_placement(struct vtpu_client *c,
+				  enum vtpu_run_placement p)
+{
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (p != VTPU_RUN_WITH_BUFFERS && p != VTPU_RUN_LEAST_LOADED)
+		return rt_set_error(c, EINVAL, "%s: unknown placement %d",
+				    __func__, (int)p);
+	__atomic_store_n(&c->run_placement, p, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int vtpu_client_device(struct vtpu_client *c, int index,
 		       struct vtpu_device **out_device)
 {
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_device)
+		return rt_bad_arg(c, __func__, "no out_device");
+	*out_device = NULL;
 	if (index < 0 || index >= c->ndevices)
 		return rt_set_error(c, EINVAL, "no device %d (the client has %d)",
 				    index, c->ndevices);
@@ -322,6 +568,10 @@ int vtpu_device_info(struct vtpu_device *d, struct vtpu_device_info *out)
 {
 	int ret;
 
+	if (!RT_LIVE(d, RT_KIND_DEVICE))
+		return rt_bad_arg(NULL, __func__, "not a device");
+	if (!out)
+		return rt_bad_arg(d->client, __func__, "no out");
 	memset(out, 0, sizeof(*out));
 	ret = d->client->ops->query(d, out);
 	if (ret)

@@ -102,16 +102,21 @@ int vtpu_executable_compile(struct vtpu_client *c,
 			    const struct vtpu_graph *g,
 			    struct vtpu_executable **out_exe)
 {
-	struct vtpu_compile_options opts = { .cache = c->cache };
+	struct vtpu_compile_options opts = { 0 };
 	struct vtpu_cache_stats before, after;
 	struct vtpu_executable *e;
 	uint64_t start = rt_now_ns();
 	char err[256] = "";
 	int ret;
 
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_exe)
+		return rt_bad_arg(c, __func__, "no out_exe");
 	*out_exe = NULL;
 	if (!g)
 		return rt_set_error(c, EINVAL, "compile: no graph");
+	opts.cache = c->cache;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rt_set_error(c, ENOMEM, "out of memory");
@@ -125,6 +130,7 @@ int vtpu_executable_compile(struct vtpu_client *c,
 	vtpu_cache_stats(c->cache, &after);
 	e->client = c;
 	pthread_mutex_init(&e->lock, NULL);
+	rt_obj_add(c, &e->obj, RT_KIND_EXECUTABLE);
 	ret = fill_shapes(c, e);
 	if (!ret)
 		ret = index_op_names(c, e);
@@ -138,13 +144,20 @@ int vtpu_executable_compile(struct vtpu_client *c,
 	return 0;
 }
 
+static bool hlo_module_name(const char *text, size_t len, char *out,
+			    size_t size);
+
 int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
 				size_t len, struct vtpu_executable **out_exe)
 {
 	struct vtpu_graph *g;
-	char err[256] = "";
+	char err[256] = "", name[128];
 	int ret;
 
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_exe)
+		return rt_bad_arg(c, __func__, "no out_exe");
 	*out_exe = NULL;
 	if (!text)
 		return rt_set_error(c, EINVAL, "hlo: no text");
@@ -154,7 +167,58 @@ int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
 		return rt_set_error(c, -ret, "hlo:%s", *err ? err : strerror(-ret));
 	ret = vtpu_executable_compile(c, g, out_exe);
 	vtpu_graph_free(g);
+	if (!ret && hlo_module_name(text, len, name, sizeof(name)) &&
+	    vtpu_executable_set_name(*out_exe, name)) {
+		vtpu_executable_destroy(*out_exe);
+		*out_exe = NULL;
+		ret = rt_set_error(c, ENOMEM, "out of memory");
+	}
 	return ret;
+}
+
+/*
+ * "HloModule NAME, ..." names the module; the parser has checked the
+ * text, and keeps no name, so this only picks the identifier out.
+ */
+static bool hlo_module_name(const char *text, size_t len, char *out,
+			    size_t size)
+{
+	static const char kw[] = "HloModule";
+	const char *p = text, *end = text + len;
+	size_t n = 0;
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	if ((size_t)(end - p) <= sizeof(kw) - 1 ||
+	    memcmp(p, kw, sizeof(kw) - 1))
+		return false;
+	p += sizeof(kw) - 1;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	while (p < end && n + 1 < size && *p != ',' && *p != ' ' &&
+	       *p != '\t' && *p != '\n' && *p != '\r' && *p != '{')
+		out[n++] = *p++;
+	out[n] = '\0';
+	return n > 0;
+}
+
+int vtpu_executable_set_name(struct vtpu_executable *e, const char *name)
+{
+	char *copy;
+
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE))
+		return rt_bad_arg(NULL, __func__, "not an executable");
+	if (!name)
+		return rt_bad_arg(e->client, __func__, "no name");
+	copy = strdup(name);
+	if (!copy)
+		return rt_set_error(e->client, ENOMEM, "out of memory");
+	/* profile_records() reads it under the lock, and the session copies it */
+	pthread_mutex_lock(&e->lock);
+	free(e->name);
+	e->name = copy;
+	pthread_mutex_unlock(&e->lock);
+	return 0;
 }
 
 /* ---- resident on a device ------------------------------------------------- */
@@ -248,10 +312,17 @@ void vtpu_executable_destroy(struct vtpu_executable *e)
 
 	if (!e)
 		return;
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE)) {
+		rt_bad_arg(NULL, __func__,
+			   "not a live executable (destroyed twice?)");
+		return;
+	}
 	for (i = 0; i < e->client->ndevices; i++)
 		unload(e, e->client->devices[i]);
+	rt_obj_del(e->client, &e->obj);
 	vtpu_program_free(e->prog);
 	free(e->op_names);
+	free(e->name);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -259,29 +330,38 @@ void vtpu_executable_destroy(struct vtpu_executable *e)
 int vtpu_executable_cost(const struct vtpu_executable *e,
 			 struct vtpu_cost *out)
 {
-	if (!e)
-		return -EINVAL;
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE))
+		return rt_bad_arg(NULL, __func__, "not an executable");
+	if (!out)
+		return rt_bad_arg(e->client, __func__, "no out");
 	*out = e->prog->cost;
 	return 0;
 }
 
 int vtpu_executable_num_inputs(const struct vtpu_executable *e)
 {
-	return e ? e->nin : -EINVAL;
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE))
+		return rt_bad_arg(NULL, __func__, "not an executable");
+	return e->nin;
 }
 
 int vtpu_executable_num_outputs(const struct vtpu_executable *e)
 {
-	return e ? e->nout : -EINVAL;
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE))
+		return rt_bad_arg(NULL, __func__, "not an executable");
+	return e->nout;
 }
 
 int vtpu_executable_input_shape(const struct vtpu_executable *e, int i,
 				struct vtpu_shape *out)
 {
-	if (!e || i < 0 || i >= e->nin)
-		return e ? rt_set_error(e->client, EINVAL,
-					"no input %d (the program has %d)",
-					i, e->nin) : -EINVAL;
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE))
+		return rt_bad_arg(NULL, __func__, "not an executable");
+	if (!out)
+		return rt_bad_arg(e->client, __func__, "no out");
+	if (i < 0 || i >= e->nin)
+		return rt_set_error(e->client, EINVAL,
+				    "no input %d (the program has %d)", i, e->nin);
 	*out = e->in_shape[i];
 	return 0;
 }
@@ -289,10 +369,14 @@ int vtpu_executable_input_shape(const struct vtpu_executable *e, int i,
 int vtpu_executable_output_shape(const struct vtpu_executable *e, int i,
 				 struct vtpu_shape *out)
 {
-	if (!e || i < 0 || i >= e->nout)
-		return e ? rt_set_error(e->client, EINVAL,
-					"no output %d (the program has %d)",
-					i, e->nout) : -EINVAL;
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE))
+		return rt_bad_arg(NULL, __func__, "not an executable");
+	if (!out)
+		return rt_bad_arg(e->client, __func__, "no out");
+	if (i < 0 || i >= e->nout)
+		return rt_set_error(e->client, EINVAL,
+				    "no output %d (the program has %d)",
+				    i, e->nout);
 	*out = e->out_shape[i];
 	return 0;
 }

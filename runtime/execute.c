@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@
  * miss.
  */
 struct vtpu_event {
+	struct rt_obj obj;	/* RT_KIND_EVENT; first, as client.c casts */
 	struct vtpu_client *client;
 	struct vtpu_executable *exe;
 	struct vtpu_device *device;
@@ -49,6 +51,7 @@ struct vtpu_event {
 	struct vtpu_buffer **scratch;	/* per binding, in bufs[] */
 	struct vtpu_buffer *prof;
 	bool on_device;		/* the attempt counts in the device's load */
+	bool staged;		/* buffers elsewhere: copied (LEAST_LOADED) */
 	uint64_t id;		/* pairs SUBMIT and COMPLETE in a profile */
 	int retries;		/* of this run */
 	pthread_mutex_t lock;	/* Protects the fields below: one driver */
@@ -77,7 +80,7 @@ static int check_buffers(struct vtpu_client *c, struct vtpu_executable *e,
 		if (bi->role != (out ? VTPU_BIND_OUTPUT : VTPU_BIND_PARAM))
 			continue;
 		b = bufs[bi->index];
-		if (!b || b->client != c)
+		if (!RT_LIVE(b, RT_KIND_BUFFER) || b->client != c)
 			return rt_set_error(c, EINVAL, "%s %d: %s", what,
 					    bi->index, b ? "buffer of another client"
 						       : "no buffer");
@@ -97,26 +100,40 @@ static int check_buffers(struct vtpu_client *c, struct vtpu_executable *e,
 	return 0;
 }
 
-/* The buffers decide the device; with none, the least loaded one. */
+/*
+ * vtpu.h's run placement: the buffers decide the device (with none, the
+ * least loaded one), or under VTPU_RUN_LEAST_LOADED the load does and
+ * *@staged says the buffers must be copied there and back.
+ */
 static int check_call(struct vtpu_client *c, struct vtpu_executable *e,
 		      struct vtpu_buffer *const *inputs,
 		      struct vtpu_buffer *const *outputs,
-		      struct vtpu_device **dev)
+		      struct vtpu_device **dev, bool *staged)
 {
+	struct vtpu_device *least;
 	int ret;
 
-	if (!c)
-		return -EINVAL;
-	if (!e || e->client != c)
+	*dev = NULL;
+	*staged = false;
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, "execute", "not a client");
+	if (!RT_LIVE(e, RT_KIND_EXECUTABLE) || e->client != c)
 		return rt_set_error(c, EINVAL,
 				    "executable not compiled by this client");
-	*dev = NULL;
 	ret = check_buffers(c, e, inputs, false, dev);
 	if (!ret)
 		ret = check_buffers(c, e, outputs, true, dev);
-	if (!ret && !*dev)
-		*dev = rt_pick_device(c);
-	return ret;
+	if (ret)
+		return ret;
+	least = rt_pick_device(c);
+	if (!*dev)
+		*dev = least;
+	if (__atomic_load_n(&c->run_placement, __ATOMIC_RELAXED) ==
+	    VTPU_RUN_LEAST_LOADED && *dev != least) {
+		*dev = least;
+		*staged = true;
+	}
+	return 0;
 }
 
 static uint64_t scratch_bytes(const struct vtpu_program *p)
@@ -155,7 +172,8 @@ static struct vtpu_event *event_new(struct vtpu_client *c,
 				    struct vtpu_executable *e,
 				    struct vtpu_device *d,
 				    struct vtpu_buffer *const *inputs,
-				    struct vtpu_buffer *const *outputs)
+				    struct vtpu_buffer *const *outputs,
+				    bool staged)
 {
 	int nb = e->prog->nbindings;
 	struct vtpu_event *ev = malloc(sizeof(*ev) + (size_t)(e->nin + e->nout +
@@ -170,6 +188,7 @@ static struct vtpu_event *event_new(struct vtpu_client *c,
 	ev->client = c;
 	ev->exe = e;
 	ev->device = d;
+	ev->staged = staged;
 	ev->in = ev->bufs;
 	ev->out = ev->in + e->nin;
 	ev->scratch = ev->out + e->nout;
@@ -186,11 +205,13 @@ static struct vtpu_event *event_new(struct vtpu_client *c,
 	pthread_mutex_lock(&c->lock);
 	c->inflight++;
 	pthread_mutex_unlock(&c->lock);
+	rt_obj_add(c, &ev->obj, RT_KIND_EVENT);
 	return ev;
 }
 
 static void event_free(struct vtpu_event *ev)
 {
+	rt_obj_del(ev->client, &ev->obj);
 	pthread_cond_destroy(&ev->job.done_cond);
 	pthread_mutex_destroy(&ev->job.done_lock);
 	pthread_mutex_destroy(&ev->lock);
@@ -203,15 +224,16 @@ static int run_new(struct vtpu_client *c, struct vtpu_executable *e,
 		   struct vtpu_buffer *const *outputs, struct vtpu_event **out)
 {
 	struct vtpu_device *d = NULL;
+	bool staged;
 	int ret;
 
 	*out = NULL;
-	ret = check_call(c, e, inputs, outputs, &d);
+	ret = check_call(c, e, inputs, outputs, &d, &staged);
 	if (!ret)
 		ret = admit(c, e, d);
 	if (ret)
 		return ret;
-	*out = event_new(c, e, d, inputs, outputs);
+	*out = event_new(c, e, d, inputs, outputs, staged);
 	return *out ? 0 : rt_set_error(c, ENOMEM, "out of memory");
 }
 
@@ -245,14 +267,66 @@ static void release_attempt(struct vtpu_event *ev)
 	ev->prof = NULL;
 }
 
+/* RT_EV_COPY: a staged run's copy, value[0] bytes, [1] the run id. */
+static void copy_event(struct vtpu_event *ev, const char *name,
+		       uint64_t start, uint64_t bytes)
+{
+	struct rt_event e = {
+		.kind = RT_EV_COPY, .device = ev->device->index, .core = -1,
+		.ts_ns = start, .dur_ns = rt_now_ns() - start, .name = name,
+		.value = { bytes, ev->id },
+	};
+
+	rt_profile_event(ev->client, &e);
+}
+
 /*
- * Bindings in the program's order: the caller's buffers, the resident
- * weights, and scratch reserved for this attempt.
+ * A staged run's copy of its caller's buffer @b on the run's device, for
+ * binding @i: reserved from that device's pool like scratch, and filled
+ * from @b for an input (@in).
+ */
+static int stage(struct vtpu_event *ev, int i, struct vtpu_buffer *b, bool in)
+{
+	uint64_t size = ev->exe->prog->bindings[i].size;
+	int ret;
+
+	ret = rt_pool_get(ev->device, size ? size : 1, VTPU_PLACE_AUTO,
+			  &ev->scratch[i]);
+	if (ret)
+		return ret;
+	if (in)
+		memcpy(ev->scratch[i]->map, b->map, size);
+	return 0;
+}
+
+/* A staged run's outputs, back to the caller's buffers. */
+static void unstage_outputs(struct vtpu_event *ev)
+{
+	const struct vtpu_program *p = ev->exe->prog;
+	uint64_t start = rt_now_ns(), bytes = 0;
+	int i;
+
+	for (i = 0; i < p->nbindings; i++) {
+		const struct vtpu_binding_info *bi = &p->bindings[i];
+
+		if (bi->role != VTPU_BIND_OUTPUT || !ev->scratch[i])
+			continue;
+		memcpy(ev->out[bi->index]->map, ev->scratch[i]->map, bi->size);
+		bytes += bi->size;
+	}
+	copy_event(ev, "copy_out", start, bytes);
+}
+
+/*
+ * Bindings in the program's order: the caller's buffers (or, for a
+ * staged run, their copies on its device), the resident weights, and
+ * scratch reserved for this attempt.
  */
 static int bind_all(struct vtpu_event *ev, const struct rt_resident *r)
 {
 	const struct vtpu_program *p = ev->exe->prog;
 	struct rt_job *job = &ev->job;
+	uint64_t start = rt_now_ns(), copied = 0;
 	int i, ret;
 
 	for (i = 0; i < p->nbindings; i++) {
@@ -263,10 +337,23 @@ static int bind_all(struct vtpu_event *ev, const struct rt_resident *r)
 		case VTPU_BIND_PARAM:
 			job->bind[i] = ev->in[bi->index]->bo;
 			job->bind_flags[i] = DRM_VTPU_BIND_READ;
+			if (!ev->staged)
+				break;
+			ret = stage(ev, i, ev->in[bi->index], true);
+			if (ret)
+				return ret;
+			job->bind[i] = ev->scratch[i]->bo;
+			copied += bi->size;
 			break;
 		case VTPU_BIND_OUTPUT:
 			job->bind[i] = ev->out[bi->index]->bo;
 			job->bind_flags[i] = DRM_VTPU_BIND_WRITE;
+			if (!ev->staged)
+				break;
+			ret = stage(ev, i, ev->out[bi->index], false);
+			if (ret)
+				return ret;
+			job->bind[i] = ev->scratch[i]->bo;
 			break;
 		case VTPU_BIND_WEIGHTS:
 			job->bind[i] = r->weights->bo;
@@ -284,6 +371,8 @@ static int bind_all(struct vtpu_event *ev, const struct rt_resident *r)
 		}
 	}
 	job->nbind = p->nbindings;
+	if (ev->staged)
+		copy_event(ev, "copy_in", start, copied);
 	return 0;
 }
 
@@ -425,6 +514,7 @@ static void profile_records(struct vtpu_event *ev)
 	const struct drm_vtpu_profile *pr = ev->prof->map;
 	uint32_t i, n = pr->trace_count;
 	uint32_t max = (RT_PROFILE_BYTES - sizeof(*pr)) / sizeof(pr->trace[0]);
+	char job_name[32];
 	struct rt_event e = {
 		.kind = RT_EV_JOB, .device = ev->device->index,
 		.core = (int)pr->core, .ts_ns = pr->start,
@@ -436,7 +526,13 @@ static void profile_records(struct vtpu_event *ev)
 	/* a job that never reached a core has no record */
 	if (!pr->start && !pr->end)
 		return;
+	/* the executable's name, else the run's: a slice is never anonymous */
+	snprintf(job_name, sizeof(job_name), "job %llu",
+		 (unsigned long long)ev->id);
+	pthread_mutex_lock(&ev->exe->lock);
+	e.name = ev->exe->name ? ev->exe->name : job_name;
 	rt_profile_event(ev->client, &e);
+	pthread_mutex_unlock(&ev->exe->lock);
 	if (n > max)
 		n = max;
 	for (i = 0; i < n; i++) {
@@ -477,6 +573,8 @@ static void end_attempt(struct vtpu_event *ev)
 		rt_profile_event(ev->client, &e);
 		if (ev->prof)
 			profile_records(ev);
+		if (ev->staged && !job->status)
+			unstage_outputs(ev);
 	}
 	release_attempt(ev);
 }
@@ -580,8 +678,11 @@ int vtpu_execute_async(struct vtpu_client *c, struct vtpu_executable *e,
 		       struct vtpu_buffer *const *outputs,
 		       struct vtpu_event **out_event)
 {
-	int ret = run_new(c, e, inputs, outputs, out_event);
+	int ret;
 
+	if (!out_event)
+		return rt_bad_arg(c, __func__, "no out_event");
+	ret = run_new(c, e, inputs, outputs, out_event);
 	if (!ret)
 		start_attempt(*out_event);
 	return ret;
@@ -627,6 +728,8 @@ int vtpu_execute_batch(struct vtpu_client *c, struct vtpu_run *runs, int n)
 	struct rt_job **jobs;
 	int i, first = 0;
 
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
 	if (n < 0 || (n && !runs))
 		return rt_set_error(c, EINVAL, "batch: bad run count %d", n);
 	evs = calloc(n ? n : 1, sizeof(*evs));
@@ -658,6 +761,8 @@ int vtpu_event_wait(struct vtpu_event *ev, int64_t timeout_ns)
 	uint64_t deadline = 0;
 	int ret;
 
+	if (!RT_LIVE(ev, RT_KIND_EVENT))
+		return rt_bad_arg(NULL, __func__, "not an event");
 	if (timeout_ns >= 0)
 		deadline = rt_now_ns() + (uint64_t)timeout_ns + 1;
 	pthread_mutex_lock(&ev->lock);
@@ -674,6 +779,8 @@ int vtpu_event_done(struct vtpu_event *ev)
 {
 	bool ended;
 
+	if (!RT_LIVE(ev, RT_KIND_EVENT))
+		return rt_bad_arg(NULL, __func__, "not an event");
 	/* someone else is driving it: not ended as far as we know */
 	if (pthread_mutex_trylock(&ev->lock))
 		return 0;
@@ -688,6 +795,10 @@ void vtpu_event_destroy(struct vtpu_event *ev)
 {
 	if (!ev)
 		return;
+	if (!RT_LIVE(ev, RT_KIND_EVENT)) {
+		rt_bad_arg(NULL, __func__, "not a live event (destroyed twice?)");
+		return;
+	}
 	pthread_mutex_lock(&ev->lock);
 	while (!ev->ended)
 		drive(ev, 0);

@@ -110,11 +110,18 @@ static int graph_info(const Onnx__GraphProto *g, struct vtpu_model_info *m)
 int vtpu_model_info(const void *data, size_t len,
 		    struct vtpu_model_info **out, char *err, size_t errlen)
 {
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+	Onnx__ModelProto *mp;
 	struct vtpu_model_info *m;
 	int ret;
 
+	if (!out || !data) {
+		if (err && errlen)
+			snprintf(err, errlen, "model_info: no %s",
+				 out ? "data" : "out");
+		return -EINVAL;
+	}
 	*out = NULL;
+	mp = onnx__model_proto__unpack(NULL, len, data);
 	if (!mp || !mp->graph) {
 		if (mp)
 			onnx__model_proto__free_unpacked(mp, NULL);
@@ -170,6 +177,12 @@ int vtpu_model_bind(const struct vtpu_model_info *m,
 	uint8_t *vals;
 	int nb = 0;
 
+	if (!values || !m || n < 0 || (n && (!t || !b))) {
+		if (err && errlen)
+			snprintf(err, errlen, "model_bind: %s",
+				 n < 0 ? "negative count" : "a required pointer is NULL");
+		return -EINVAL;
+	}
 	for (int i = 0; i < n; i++)
 		total += t[i].n * 8;
 	*values = vals = malloc(total + 8);

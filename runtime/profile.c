@@ -39,6 +39,9 @@
  *	[0] size in bytes	[1] placement	[2] 1: an idle buffer reused
  * RT_EV_LOAD (device, -1; start, duration; NULL): an executable loaded
  *	onto a device: [0] program bytes	[1] weights bytes uploaded
+ * RT_EV_COPY (device, -1; start, duration; "copy_in" or "copy_out"): a
+ *	run placed by load, its buffers copied to or from the device
+ *	it runs on: [0] bytes	[1] run id
  *
  * ---- the trace ----------------------------------------------------------
  *
@@ -55,6 +58,7 @@
  *   JOB     "X" args core, insns, flops, dma_bytes, status
  *   OP      "X" args op_id
  *   LOAD    "X" args program_bytes, weights_bytes
+ *   COPY    "X" args bytes, id
  *   SUBMIT, COMPLETE, ALLOC, FREE, RESERVE, RELEASE  "i" (thread
  *           scope); args id/jobs, status/id, size/placement (and
  *           reused for RESERVE)
@@ -104,6 +108,7 @@ struct name_block {
 };
 
 struct vtpu_profile {
+	struct rt_obj obj;		/* RT_KIND_PROFILE */
 	struct vtpu_client *client;	/* the owner, also after stop */
 	pthread_mutex_t lock;		/* Protects the fields below */
 	bool stopped;
@@ -118,14 +123,22 @@ int vtpu_profile_start(struct vtpu_client *c, struct vtpu_profile **out)
 	struct vtpu_profile *p;
 	int ret;
 
+	/*
+	 * Not RT_LIVE(): profile.c's unit test drives it with a bare zeroed
+	 * client. A destroyed or foreign handle is still refused.
+	 */
+	if (!c || (c->obj.magic && !RT_LIVE(c, RT_KIND_CLIENT)))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out)
+		return rt_bad_arg(c, __func__, "no out");
 	*out = NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return rt_set_error(c, ENOMEM, "out of memory");
 	ret = pthread_mutex_init(&p->lock, NULL);
 	if (ret) {
 		free(p);
-		return -ret;
+		return rt_set_error(c, ret, "profile: %s", strerrordesc_np(ret));
 	}
 	p->client = c;
 
@@ -139,6 +152,7 @@ int vtpu_profile_start(struct vtpu_client *c, struct vtpu_profile **out)
 	/* Atomic: rt_profile_event() peeks at it without the lock. */
 	__atomic_store_n(&c->profile, p, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->lock);
+	rt_obj_add(c, &p->obj, RT_KIND_PROFILE);
 	*out = p;
 	return 0;
 }
@@ -429,6 +443,10 @@ static void put_args(struct out *o, const struct rt_event *ev)
 		put_key_u64(o, "program_bytes", v[0]);
 		put_key_u64(o, "weights_bytes", v[1]);
 		break;
+	case RT_EV_COPY:
+		put_key_u64(o, "bytes", v[0]);
+		put_key_u64(o, "id", v[1]);
+		break;
 	case RT_EV_SUBMIT:
 		put_key_u64(o, "id", v[0]);
 		put_key_u64(o, "jobs", v[1]);
@@ -473,6 +491,7 @@ static const struct {
 	[RT_EV_RESERVE]		= { "reserve", "i" },
 	[RT_EV_RELEASE]		= { "release", "i" },
 	[RT_EV_LOAD]		= { "load", "X" },
+	[RT_EV_COPY]		= { NULL, "X" },
 };
 
 static void put_event(struct out *o, const struct rt_event *ev)
@@ -632,8 +651,8 @@ int vtpu_profile_stop(struct vtpu_profile *p, const char *path)
 {
 	int err;
 
-	if (!p)
-		return -EINVAL;
+	if (!RT_LIVE(p, RT_KIND_PROFILE))
+		return rt_bad_arg(NULL, __func__, "not a profile session");
 	detach(p);
 	if (!path)
 		return rt_set_error(p->client, EINVAL, "profile: no path");
@@ -651,7 +670,13 @@ void vtpu_profile_destroy(struct vtpu_profile *p)
 
 	if (!p)
 		return;
+	if (!RT_LIVE(p, RT_KIND_PROFILE)) {
+		rt_bad_arg(NULL, __func__,
+			   "not a live profile session (destroyed twice?)");
+		return;
+	}
 	detach(p);
+	rt_obj_del(p->client, &p->obj);
 	for (ch = p->head; ch; ch = nch) {
 		nch = ch->next;
 		free(ch);

@@ -18,6 +18,7 @@
 #ifndef VTPU_RT_H
 #define VTPU_RT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,6 +46,13 @@ struct rt_backend_ops {
 	void (*close)(struct vtpu_client *c);
 	/* Live figures: memory, cores, VMEM (not the load counters). */
 	int (*query)(struct vtpu_device *d, struct vtpu_device_info *out);
+	/*
+	 * The number of free HBM ranges now (@info: a query just made),
+	 * for profiles' fragmentation counters; 0 when it cannot tell.
+	 * Not in struct vtpu_device_info, whose size is ABI.
+	 */
+	uint64_t (*free_blocks)(struct vtpu_device *d,
+				const struct vtpu_device_info *info);
 	/* @placed: where it landed (HBM or HOST). -ENOSPC: HBM only, full. */
 	int (*bo_create)(struct vtpu_device *d, uint64_t size,
 			 enum vtpu_placement p, struct rt_bo **out,
@@ -86,6 +94,42 @@ extern const struct rt_backend_ops rt_backend_host;
 /* ---- objects ----------------------------------------------------------- */
 
 /*
+ * Every handle vtpu.h hands out starts with a struct rt_obj. Its magic
+ * says what the handle is while it lives; destroy overwrites it with
+ * RT_MAGIC_DEAD before the free, so a handle used again after its
+ * destroy (its memory not yet reused) or a handle of the wrong kind is
+ * refused with -EINVAL rather than followed (vtpu.h's misuse policy).
+ * Buffers, executables, events and profile sessions are also linked on
+ * their client's list (under c->lock), so that vtpu_client_destroy()
+ * can release what the caller left behind.
+ */
+enum rt_kind {
+	RT_KIND_CLIENT = 1,
+	RT_KIND_DEVICE,
+	RT_KIND_BUFFER,
+	RT_KIND_EXECUTABLE,
+	RT_KIND_EVENT,
+	RT_KIND_PROFILE,
+};
+
+#define RT_MAGIC(kind)	(0x76747000u | (uint32_t)(kind))	/* "vtp" */
+#define RT_MAGIC_DEAD	0x64656164u				/* "dead" */
+
+struct rt_obj {
+	uint32_t magic;
+	struct rt_obj *prev, *next;	/* the client's list; NULL: not on it */
+};
+
+/* Whether @o (may be NULL) is a live object of @kind. */
+static inline bool rt_obj_ok(const struct rt_obj *o, enum rt_kind kind)
+{
+	return o && __atomic_load_n(&o->magic, __ATOMIC_RELAXED) ==
+		    RT_MAGIC(kind);
+}
+
+#define RT_LIVE(p, kind)	((p) && rt_obj_ok(&(p)->obj, (kind)))
+
+/*
  * A device's pool of idle per-execution buffers (pool.c). Protected by
  * its lock; the buffers are listed through vtpu_buffer.pool_next.
  */
@@ -98,6 +142,7 @@ struct rt_pool {
 };
 
 struct vtpu_device {
+	struct rt_obj obj;		/* RT_KIND_DEVICE */
 	struct vtpu_client *client;
 	int index;
 	char name[32];
@@ -113,6 +158,7 @@ struct vtpu_device {
 };
 
 struct vtpu_client {
+	struct rt_obj obj;		/* RT_KIND_CLIENT */
 	const struct rt_backend_ops *ops;
 	struct vtpu_client_options opts;
 	struct vtpu_device *devices[RT_MAX_DEVICES];
@@ -127,9 +173,14 @@ struct vtpu_client {
 	struct vtpu_profile *profile;	/* the active session, or NULL */
 	uint64_t inflight;		/* runs not yet ended */
 	pthread_cond_t idle;		/* inflight reached 0 */
+	struct rt_obj objs;		/* list head: live objects */
+	enum vtpu_run_placement run_placement;
+	char *cache_dir;		/* the compile cache's, or NULL: none */
+	char cache_note[512];		/* why not the first choice, or "" */
 };
 
 struct vtpu_buffer {
+	struct rt_obj obj;		/* RT_KIND_BUFFER */
 	struct vtpu_client *client;
 	struct vtpu_device *device;
 	struct rt_bo *bo;
@@ -148,7 +199,9 @@ struct rt_resident {
 };
 
 struct vtpu_executable {
+	struct rt_obj obj;		/* RT_KIND_EXECUTABLE */
 	struct vtpu_client *client;
+	char *name;			/* for profiles; NULL: none given */
 	struct vtpu_program *prog;
 	pthread_mutex_t lock;		/* protects on[] */
 	struct rt_resident on[RT_MAX_DEVICES];
@@ -193,6 +246,56 @@ struct vtpu_device *rt_device_alloc(struct vtpu_client *c, const char *name);
 int rt_set_error(const struct vtpu_client *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t rt_now_ns(void);
+/* The client of @c if it is a live one, else NULL. */
+static inline const struct vtpu_client *rt_live_client(const struct vtpu_client *c)
+{
+	return RT_LIVE(c, RT_KIND_CLIENT) ? c : NULL;
+}
+
+/*
+ * The misuse policy's message: records "@fn: @what" for @c (NULL, or not
+ * a live client: the caller without one, vtpu_client_error(NULL)) and
+ * returns -EINVAL. Inline, like the two below, so that profile.c links
+ * without client.c (tests/unit/rt_profile.c supplies rt_set_error()).
+ */
+static inline int rt_bad_arg(const struct vtpu_client *c, const char *fn,
+			     const char *what)
+{
+	return rt_set_error(rt_live_client(c), EINVAL, "%s: %s", fn, what);
+}
+
+/*
+ * Links @o, of @kind, on @c's list of live objects. A client whose list
+ * was never set up (a bare zeroed one, as profile.c's unit test uses)
+ * keeps nothing on it.
+ */
+static inline void rt_obj_add(struct vtpu_client *c, struct rt_obj *o,
+			      enum rt_kind kind)
+{
+	o->magic = RT_MAGIC(kind);
+	pthread_mutex_lock(&c->lock);
+	if (c->objs.next) {
+		o->next = c->objs.next;
+		o->prev = &c->objs;
+		c->objs.next->prev = o;
+		c->objs.next = o;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Takes @o off @c's list and marks it dead, before its free. */
+static inline void rt_obj_del(struct vtpu_client *c, struct rt_obj *o)
+{
+	pthread_mutex_lock(&c->lock);
+	if (o->next) {
+		o->prev->next = o->next;
+		o->next->prev = o->prev;
+		o->next = o->prev = NULL;
+	}
+	/* a second destroy sees a dead handle */
+	__atomic_store_n(&o->magic, RT_MAGIC_DEAD, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->lock);
+}
 /* Marks @job ended: wakes waiters, calls job->on_done. */
 void rt_job_done(struct rt_job *job);
 /* The least loaded device (jobs in flight, then busy time). */
@@ -238,6 +341,7 @@ enum rt_event_kind {
 	RT_EV_RESERVE,		/* an attempt's memory: size, from the pool */
 	RT_EV_RELEASE,
 	RT_EV_LOAD,		/* an executable loaded onto a device */
+	RT_EV_COPY,		/* a staged run's copy_in / copy_out */
 };
 
 struct rt_event {

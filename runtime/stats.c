@@ -48,6 +48,10 @@ int vtpu_client_stats(struct vtpu_client *c, struct vtpu_stats *out)
 	struct vtpu_cache_stats cs;
 	uint64_t ok;
 
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out)
+		return rt_bad_arg(c, __func__, "no out");
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->lock);
 	*out = c->stats;

@@ -244,6 +244,9 @@ int vtpu_elem_convert(enum vtpu_elem from, const void *src, size_t n,
 	uint8_t *d = dst;
 	size_t fs, ts;
 
+	if (n && (!src || !dst))
+		return fail(err, errlen, -EINVAL, "convert: no %s",
+			    src ? "dst" : "src");
 	if (!convertible(from) || !convertible(to))
 		return fail(err, errlen, -EOPNOTSUPP, "cannot convert %s to %s",
 			    vtpu_elem_name(from), vtpu_elem_name(to));
@@ -276,12 +279,15 @@ int vtpu_elem_convert(enum vtpu_elem from, const void *src, size_t n,
 
 int vtpu_read_file(const char *path, void **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f;
 	char *buf = NULL;
 	long n;
 	int ret = -EIO;
 
+	if (!path || !out || !len)
+		return -EINVAL;
 	*out = NULL;
+	f = fopen(path, "rb");
 	if (!f)
 		return -errno;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0) {
@@ -423,7 +429,11 @@ int vtpu_tensor_decode_pb(const void *data, size_t len,
 	Onnx__TensorProto *tp;
 	int ret;
 
+	if (!out)
+		return fail(err, errlen, -EINVAL, "decode_pb: no out");
 	memset(out, 0, sizeof(*out));
+	if (!data)
+		return fail(err, errlen, -EINVAL, "decode_pb: no data");
 	tp = onnx__tensor_proto__unpack(NULL, len, data);
 	if (!tp)
 		return fail(err, errlen, -EINVAL, "not an ONNX TensorProto");
@@ -458,7 +468,11 @@ int vtpu_tensor_decode_npy(const void *data, size_t len,
 	const char *sh, *d;
 	int dt = 0, rank = 0, ret = -EINVAL;
 
+	if (!out)
+		return fail(err, errlen, -EINVAL, "decode_npy: no out");
 	memset(out, 0, sizeof(*out));
+	if (!data)
+		return fail(err, errlen, -EINVAL, "decode_npy: no data");
 	if (len < 10 || memcmp(buf, "\x93NUMPY", 6) || buf[6] < 1 || buf[6] > 3)
 		return fail(err, errlen, -EINVAL, "not a .npy file");
 	if (buf[6] == 1) {
@@ -530,13 +544,18 @@ static bool ends_with(const char *s, const char *suffix)
 int vtpu_tensor_load(const char *path, struct vtpu_tensor *out, char *err,
 		     size_t errlen)
 {
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	const char *base;
 	char msg[256];
 	size_t len = 0;
 	int ret;
 	void *buf;
 
+	if (!out)
+		return fail(err, errlen, -EINVAL, "tensor_load: no out");
 	memset(out, 0, sizeof(*out));
+	if (!path)
+		return fail(err, errlen, -EINVAL, "tensor_load: no path");
+	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	ret = vtpu_read_file(path, &buf, &len);
 	if (ret)
 		return fail(err, errlen, ret, "cannot read %s: %s", path,
@@ -555,9 +574,16 @@ int vtpu_tensor_save_npy(const char *path, const struct vtpu_tensor *t,
 			 char *err, size_t errlen)
 {
 	char hdr[512], dims[400] = "";
-	size_t es = vtpu_elem_size(t->dtype);
+	size_t es;
 	FILE *f;
 	int len;
+
+	if (!path || !t)
+		return fail(err, errlen, -EINVAL, "save_npy: no %s",
+			    path ? "tensor" : "path");
+	if (t->n && !t->data)
+		return fail(err, errlen, -EINVAL, "save_npy: a tensor without data");
+	es = vtpu_elem_size(t->dtype);
 
 	if ((unsigned int)t->dtype >= NNPY || !npy_descr[t->dtype])
 		return fail(err, errlen, -EOPNOTSUPP, "NumPy has no %s",
@@ -589,6 +615,8 @@ int vtpu_tensor_save_npy(const char *path, const struct vtpu_tensor *t,
 
 void vtpu_tensor_free(struct vtpu_tensor *t)
 {
+	if (!t)
+		return;
 	free(t->data);
 	free(t->name);
 	memset(t, 0, sizeof(*t));

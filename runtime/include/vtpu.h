@@ -21,11 +21,37 @@
  * environment variable) picks accel when a vtpu device exists, else host.
  *
  * Ownership: the client owns its devices; buffers, executables, events
- * and profile sessions belong to their creator, who destroys them (all
- * before the client). Thread safety: a client and its objects may be
- * used from any number of threads at once, except that one buffer must
- * not be written by two threads at the same time, and destroy functions
- * must not race with uses of the same object.
+ * and profile sessions belong to their creator, who destroys them,
+ * normally before the client; whatever is left when the client is
+ * destroyed, the client releases (see vtpu_client_destroy()). Thread
+ * safety: a client and its objects may be used from any number of
+ * threads at once, except that one buffer must not be written by two
+ * threads at the same time, and destroy functions must not race with
+ * uses of the same object.
+ *
+ * Misuse policy (argument checks, as IREE's IREE_ASSERT_ARGUMENT):
+ *  - A NULL handle or a NULL out-pointer where one is required makes a
+ *    function return -EINVAL, with a message (on the handle's client
+ *    when there is one, else under vtpu_client_error(NULL)); it never
+ *    crashes. Functions that cannot return an errno return a neutral
+ *    value instead: vtpu_client_backend() "", vtpu_buffer_size() 0,
+ *    vtpu_buffer_placement() VTPU_PLACE_AUTO (never a real placement),
+ *    vtpu_client_error() "" for a handle that is not a client's.
+ *    Optional pointers are said so where declared (the options of
+ *    vtpu_client_create(), the @err buffers of the host tensor
+ *    functions, a data pointer with a size of 0).
+ *  - Destroy and free functions accept NULL and do nothing.
+ *  - Every handle carries a magic number that its destroy overwrites
+ *    before freeing it. A handle of the wrong kind, or one used or
+ *    destroyed again after its destroy while its memory has not been
+ *    reused yet, is therefore refused (-EINVAL with a message; a
+ *    destroy does nothing and leaves the message under
+ *    vtpu_client_error(NULL)). This is a debugging aid, not a promise:
+ *    once the allocator reuses the memory, using a destroyed handle,
+ *    a double destroy included, is undefined behaviour (AddressSanitizer
+ *    reports it as a use after free).
+ *  - Handles of another client are -EINVAL. The library never calls
+ *    exit() or abort() and never prints, except as VTPU_DEBUG asks.
  */
 #ifndef VTPU_H
 #define VTPU_H
@@ -65,7 +91,16 @@ struct vtpu_client_options {
 	uint64_t host_vmem_size;	/* host backend: bytes (default 1 MiB) */
 	int max_retries;		/* retryable failures (default 3) */
 	int cache_entries;		/* compile cache, in memory (default 64) */
-	const char *cache_dir;		/* NULL: $XDG_CACHE_HOME/vtpu; "": none */
+	/*
+	 * The compile cache's directory. "": none (memory only). Otherwise
+	 * the first of these that can be created (0700) and written is
+	 * used: this one when not NULL, $VTPU_CACHE_DIR, $XDG_CACHE_HOME/vtpu,
+	 * $HOME/.cache/vtpu, then ${TMPDIR:-/tmp}/vtpu-cache-<uid> (a
+	 * directory of this user's, mode 0700, not a symlink). Which one and
+	 * why the earlier ones were passed over: vtpu_client_cache_dir();
+	 * with VTPU_DEBUG set, the reason is also printed to stderr once.
+	 */
+	const char *cache_dir;
 	/*
 	 * Test hook: fail the next @inject_failures executions with
 	 * @inject_errno before they reach the device, once their memory
@@ -84,7 +119,15 @@ void vtpu_client_options_init(struct vtpu_client_options *o);
  */
 int vtpu_client_create(const struct vtpu_client_options *o,
 		       struct vtpu_client **out_client);
-/* Waits for work in flight, then releases everything the client holds. */
+/*
+ * Ends the client. Runs still outstanding are finished first, whether
+ * or not anyone waited on them: each is waited for to its end (retries
+ * included; none is cancelled), then its event is freed. Then whatever
+ * the caller did not destroy goes, in this order: events, profile
+ * sessions (not written), executables, buffers; finally the devices.
+ * The handles of all of them are invalid afterwards. Must not race with
+ * other calls on the client or its objects.
+ */
 void vtpu_client_destroy(struct vtpu_client *c);
 
 /*
@@ -94,6 +137,16 @@ void vtpu_client_destroy(struct vtpu_client *c);
 const char *vtpu_client_error(const struct vtpu_client *c);
 /* "accel" or "host": the backend the client actually uses. */
 const char *vtpu_client_backend(const struct vtpu_client *c);
+
+/*
+ * The compile cache's directory (vtpu_client_options.cache_dir says how
+ * it is chosen), "" when programs are cached in memory only. *@out_note,
+ * when @out_note is not NULL, gets why earlier choices were passed over
+ * or why there is no directory ("" when the first choice worked). The
+ * strings live as long as the client. 0 or -EINVAL.
+ */
+int vtpu_client_cache_dir(const struct vtpu_client *c, const char **out_dir,
+			  const char **out_note);
 
 /* ---- devices ----------------------------------------------------------- */
 
@@ -108,6 +161,7 @@ struct vtpu_device_info {
 	uint64_t jobs_completed;
 };
 
+/* The number of devices, or -EINVAL. */
 int vtpu_client_device_count(const struct vtpu_client *c);
 int vtpu_client_device(struct vtpu_client *c, int index,
 		       struct vtpu_device **out_device);
@@ -152,6 +206,12 @@ int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
 				size_t len, struct vtpu_executable **out_exe);
 /* Unloads it from every device and frees it. */
 void vtpu_executable_destroy(struct vtpu_executable *e);
+/*
+ * Names it in profiles: its jobs' slices carry @name (copied). HLO
+ * executables start with their HloModule's name; others have none, and
+ * their jobs are named "job <run id>". 0, -EINVAL or -ENOMEM.
+ */
+int vtpu_executable_set_name(struct vtpu_executable *e, const char *name);
 /* FLOPs, estimated time, memory by kind: the compiler's cost model. */
 int vtpu_executable_cost(const struct vtpu_executable *e,
 			 struct vtpu_cost *out);
@@ -165,9 +225,37 @@ int vtpu_executable_output_shape(const struct vtpu_executable *e, int i,
 /* ---- execution --------------------------------------------------------- */
 
 /*
+ * Where a run goes (vtpu_client_set_run_placement()).
+ *
+ * VTPU_RUN_WITH_BUFFERS, the default: a run uses the device its buffers
+ * are on. All of its input and output buffers must be on one device
+ * (else -EINVAL); only a run of an executable without any buffers goes
+ * to the least loaded device (fewest jobs in flight, then least busy
+ * time). Buffers created once on one device therefore keep every run on
+ * that device, however loaded: spread them with vtpu_buffer_create()'s
+ * device argument (NULL picks the least loaded device at creation).
+ *
+ * VTPU_RUN_LEAST_LOADED: a run goes to the least loaded device. When
+ * its buffers are elsewhere, the runtime copies the inputs to scratch
+ * buffers on that device before the run and the outputs back into the
+ * caller's buffers after it (the profile shows them as "copy_in" and
+ * "copy_out" slices on the device's submit queue). This pays two copies
+ * per run for the balance; it suits runs long next to their I/O.
+ */
+enum vtpu_run_placement {
+	VTPU_RUN_WITH_BUFFERS,
+	VTPU_RUN_LEAST_LOADED,
+};
+
+/* Sets how later runs of @c pick their device. 0 or -EINVAL. */
+int vtpu_client_set_run_placement(struct vtpu_client *c,
+				  enum vtpu_run_placement p);
+
+/*
  * Runs @e on @inputs (one buffer per parameter, each at least the
- * parameter's size) into @outputs (one per output), on the least loaded
- * device. Scratch memory is reserved for the run from the device's pool
+ * parameter's size) into @outputs (one per output), on the device the
+ * run placement above picks: by default the one its buffers are on.
+ * Scratch memory is reserved for the run from the device's pool
  * and released to it whatever happens (the pool keeps it for the next
  * run, and gives idle HBM back when buffers need it). Retryable
  * failures (-ETIMEDOUT, -EBUSY, -EAGAIN) are retried up to the client's
@@ -371,7 +459,8 @@ void vtpu_model_info_free(struct vtpu_model_info *m);
  * Zeroed tensors (UNDEFINED: not decoded) and tensors beyond the inputs
  * bind nothing. The values live in *@values, which the caller frees with
  * free() after parsing; names point into @m. Returns the number of
- * bindings, or -ENOMEM.
+ * bindings, -ENOMEM, or -EINVAL when @m, @values, or (with @n > 0) @t
+ * or @b is NULL.
  */
 int vtpu_model_bind(const struct vtpu_model_info *m,
 		    const struct vtpu_tensor *t, int n,

@@ -1094,4 +1094,144 @@ TEST_F(rt, threads_share_a_client)
 	ASSERT_EQ(0, st.failures);
 }
 
+/* Runs started and never waited on end with the client, which frees them. */
+TEST(destroy_finishes_outstanding_runs)
+{
+	struct vtpu_client *c = host_client(0, 0, 3, 0);
+	struct vtpu_event *ev[4];
+	struct mlp m;
+	int i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, mlp_setup(c, &m));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, vtpu_execute_async(c, m.exe, m.in, m.out, &ev[i]));
+	/* no wait, no destroy of events, buffers or executable: the client's */
+	vtpu_client_destroy(c);
+}
+
+static char *slurp(const char *path)
+{
+	size_t len;
+	void *buf;
+
+	return vtpu_read_file(path, &buf, &len) ? NULL : buf;
+}
+
+TEST(profile_names_jobs_and_ops)
+{
+	struct vtpu_client *c = host_client(0, 0, 3, 0);
+	char path[] = "/tmp/rt_api_prof_XXXXXX";
+	struct vtpu_profile *p;
+	struct mlp m;
+	char *json;
+	int fd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, mlp_setup(c, &m));
+	ASSERT_EQ(0, vtpu_executable_set_name(m.exe, "mlp"));
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, vtpu_profile_start(c, &p));
+	ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
+	ASSERT_EQ(0, vtpu_profile_stop(p, path));
+	vtpu_profile_destroy(p);
+	json = slurp(path);
+	unlink(path);
+	ASSERT_NE(NULL, json);
+	EXPECT_EQ(NULL, strstr(json, "\"name\":\"\""));
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"mlp\""));
+	/* op slices carry the compiler's kernel names: "k0:..." */
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"k0"));
+	/* the host backend's HBM is one free range */
+	EXPECT_NE(NULL, strstr(json, "\"free_blocks\":1"));
+	free(json);
+	mlp_teardown(&m);
+	vtpu_client_destroy(c);
+}
+
+/* A read-only (here: impossible) $HOME falls back to a per-user dir. */
+TEST(cache_survives_unwritable_home)
+{
+	char tmp[] = "/tmp/rt_api_cache_XXXXXX", cmd[128];
+	struct vtpu_client_options o;
+	struct vtpu_executable *e;
+	struct vtpu_graph *g = mlp_graph();
+	struct vtpu_client *c;
+	struct vtpu_stats st;
+	const char *dir, *note;
+	int round;
+
+	ASSERT_NE(NULL, g);
+	ASSERT_NE(NULL, mkdtemp(tmp));
+	setenv("HOME", "/dev/null/nohome", 1);
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("VTPU_CACHE_DIR");
+	setenv("TMPDIR", tmp, 1);
+	vtpu_client_options_init(&o);
+	o.backend = VTPU_BACKEND_HOST;
+	o.cache_entries = 0;		/* the disk or nothing */
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(0, vtpu_client_create(&o, &c));
+		ASSERT_EQ(0, vtpu_client_cache_dir(c, &dir, &note));
+		EXPECT_EQ(0, strncmp(dir, tmp, strlen(tmp)));
+		EXPECT_NE(NULL, strstr(note, "$HOME"));
+		ASSERT_EQ(0, vtpu_executable_compile(c, g, &e));
+		vtpu_client_stats(c, &st);
+		EXPECT_EQ(round, (int)st.cache_hits);
+		vtpu_executable_destroy(e);
+		vtpu_client_destroy(c);
+	}
+	vtpu_graph_free(g);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	EXPECT_EQ(0, system(cmd));
+}
+
+/* By default a run follows its buffers; LEAST_LOADED copies them. */
+TEST(run_placement_follows_buffers_or_load)
+{
+	struct vtpu_client_options o;
+	struct vtpu_device_info i0, i1;
+	struct vtpu_device *d0, *d1;
+	struct vtpu_client *c;
+	float y[B * O], want[B * O];
+	struct mlp m;
+	int r;
+
+	fill(x, B * I, 1);
+	fill(w1, I * H, 0.5f);
+	fill(b1, H, 0.1f);
+	fill(w2, H * O, 0.5f);
+	mlp_reference(want);
+	vtpu_client_options_init(&o);
+	o.backend = VTPU_BACKEND_HOST;
+	o.cache_dir = "";
+	o.host_devices = 2;
+	ASSERT_EQ(0, vtpu_client_create(&o, &c));
+	ASSERT_EQ(0, mlp_setup(c, &m));	/* buffers on device 0 */
+	vtpu_client_device(c, 0, &d0);
+	vtpu_client_device(c, 1, &d1);
+	for (r = 0; r < 4; r++)
+		ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
+	vtpu_device_info(d0, &i0);
+	vtpu_device_info(d1, &i1);
+	EXPECT_EQ(4, i0.jobs_completed);
+	EXPECT_EQ(0, i1.jobs_completed);
+
+	ASSERT_EQ(0, vtpu_client_set_run_placement(c, VTPU_RUN_LEAST_LOADED));
+	for (r = 0; r < 4; r++) {
+		memset(y, 0, sizeof(y));
+		ASSERT_EQ(0, vtpu_buffer_upload(m.out[0], 0, y, sizeof(y)));
+		ASSERT_EQ(0, vtpu_execute(c, m.exe, m.in, m.out));
+		ASSERT_EQ(0, vtpu_buffer_download(m.out[0], 0, y, sizeof(y)));
+		EXPECT_GT(1.0, max_err(y, want, B * O));
+	}
+	vtpu_device_info(d1, &i1);
+	/* device 1 was idle with less busy time: the staged runs went there */
+	EXPECT_LT(0, i1.jobs_completed);
+	mlp_teardown(&m);
+	vtpu_client_destroy(c);
+}
+
 TEST_HARNESS_MAIN

@@ -156,7 +156,15 @@ static int vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job,
 		p->dma_bytes = job->info.dma_bytes;
 	}
 
+	/* Running time counts at once: busy figures grow while jobs run. */
+	write_seqlock(&core->run_seq);
+	write_seqlock(&job->stats->run_seq);
 	start = ktime_get_ns();
+	core->run_start = start;
+	job->stats->running++;
+	job->stats->start_sum += start;
+	write_sequnlock(&job->stats->run_seq);
+	write_sequnlock(&core->run_seq);
 	trace_vtpu_job_run(core->vdev->index, core->index, job->client,
 			   job->id, start - job->queued);
 	/* Killed with its entity's queue, as it would have been a moment ago. */
@@ -166,12 +174,23 @@ static int vtpu_core_run(struct vtpu_core *core, struct vtpu_job *job,
 		ret = vtpu_core_exec(core, job, abort,
 				     start + (u64)vtpu_params.job_timeout_ms *
 				     NSEC_PER_MSEC, &insns);
+	/*
+	 * The end time is read under both seqlocks, so no reader that saw
+	 * the job running computed a later "now" than @end: the figures
+	 * never go back.
+	 */
+	write_seqlock(&core->run_seq);
+	write_seqlock(&job->stats->run_seq);
 	end = ktime_get_ns();
+	atomic64_add(end - start, &core->busy_ns);
+	core->run_start = 0;
+	atomic64_add(end - start, &job->stats->engine_ns);
+	job->stats->running--;
+	job->stats->start_sum -= start;
+	write_sequnlock(&job->stats->run_seq);
+	write_sequnlock(&core->run_seq);
 
 	atomic64_inc(&core->jobs);
-	atomic64_add(end - start, &core->busy_ns);
-	/* Counted once the job is done, so fdinfo's figure never goes back. */
-	atomic64_add(end - start, &job->stats->engine_ns);
 	if (ret == -ETIMEDOUT) {
 		atomic64_inc(&core->timeouts);
 		trace_vtpu_job_timeout(core->vdev->index, core->index,
@@ -288,6 +307,7 @@ static int vtpu_core_init(struct vtpu_device *vdev, struct vtpu_core *core,
 		 vdev->index, index);
 	spin_lock_init(&core->lock);
 	spin_lock_init(&core->fence_lock);
+	seqlock_init(&core->run_seq);
 	INIT_LIST_HEAD(&core->queue);
 	INIT_WORK(&core->work, vtpu_core_work);
 	core->fence_context = dma_fence_context_alloc(1);
@@ -352,6 +372,44 @@ err_fini:
 	return ret;
 }
 
+/**
+ * vtpu_core_busy_ns() - time @core has spent executing jobs
+ * @core: the core
+ *
+ * Finished jobs and, up to now, the one running.
+ *
+ * Return: nanoseconds; never less than an earlier call returned.
+ */
+u64 vtpu_core_busy_ns(struct vtpu_core *core)
+{
+	u64 busy, start, now;
+	unsigned int seq;
+
+	do {
+		seq = read_seqbegin(&core->run_seq);
+		busy = atomic64_read(&core->busy_ns);
+		start = core->run_start;
+		now = ktime_get_ns();
+	} while (read_seqretry(&core->run_seq, seq));
+	return busy + (start ? now - start : 0);
+}
+
+/**
+ * vtpu_device_busy_ns() - the sum of vtpu_core_busy_ns() over the cores
+ * @vdev: the device
+ *
+ * Return: nanoseconds, up to num_cores * wall time.
+ */
+u64 vtpu_device_busy_ns(struct vtpu_device *vdev)
+{
+	unsigned int i;
+	u64 sum = 0;
+
+	for (i = 0; i < vdev->num_cores; i++)
+		sum += vtpu_core_busy_ns(&vdev->cores[i]);
+	return sum;
+}
+
 static int vtpu_cores_show(struct seq_file *m, void *unused)
 {
 	struct vtpu_device *vdev = m->private;
@@ -361,10 +419,10 @@ static int vtpu_cores_show(struct seq_file *m, void *unused)
 	for (i = 0; i < vdev->num_cores; i++) {
 		struct vtpu_core *core = &vdev->cores[i];
 
-		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %lld section_max_ns %lld chained %lld sections %lld section_max_work %lld\n",
+		seq_printf(m, "core %u: jobs %lld timeouts %lld busy_ns %llu section_max_ns %lld chained %lld sections %lld section_max_work %lld\n",
 			   i, atomic64_read(&core->jobs),
 			   atomic64_read(&core->timeouts),
-			   atomic64_read(&core->busy_ns),
+			   vtpu_core_busy_ns(core),
 			   atomic64_read(&core->section_max_ns),
 			   atomic64_read(&core->chained),
 			   atomic64_read(&core->sections),

@@ -32,7 +32,9 @@ struct vtpu_job;
  * @jobs: jobs completed (any status)
  * @timeouts: jobs aborted at the job timeout
  * @chained: jobs that ran chained behind another (vtpu_job_chain())
- * @busy_ns: time spent executing jobs
+ * @busy_ns: time spent executing finished jobs
+ * @run_seq: makes @busy_ns and @run_start one snapshot for readers
+ * @run_start: when the job executing now started; 0 when idle
  * @section_max_ns: longest non-preemptible (FPU) section so far
  * @sections: FPU sections run so far
  * @section_max_work: most executor work (VTPU_EXEC_BUDGET's units) done
@@ -58,6 +60,8 @@ struct vtpu_core {
 	atomic64_t timeouts;
 	atomic64_t chained;
 	atomic64_t busy_ns;
+	seqlock_t run_seq;
+	u64 run_start;
 	atomic64_t section_max_ns;
 	atomic64_t sections;
 	atomic64_t section_max_work;
@@ -67,5 +71,7 @@ int vtpu_cores_init(struct vtpu_device *vdev);
 struct dma_fence *vtpu_core_queue_job(struct vtpu_core *core,
 				      struct vtpu_job *job);
 void vtpu_cores_debugfs_init(struct vtpu_device *vdev);
+u64 vtpu_core_busy_ns(struct vtpu_core *core);
+u64 vtpu_device_busy_ns(struct vtpu_device *vdev);
 
 #endif /* __VTPU_CORE_H__ */

@@ -233,6 +233,18 @@ static ssize_t exec_isa_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(exec_isa);
 
+/*
+ * Time the cores have executed jobs, summed over them, the running ones
+ * up to now: busy % without debugfs (two reads, a second apart).
+ */
+static ssize_t busy_ns_show(struct device *dev,
+			    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  vtpu_device_busy_ns(vtpu_device_from_dev(dev)));
+}
+static DEVICE_ATTR_RO(busy_ns);
+
 static struct attribute *vtpu_device_attrs[] = {
 	&dev_attr_hbm_total.attr,
 	&dev_attr_hbm_used.attr,
@@ -242,6 +254,7 @@ static struct attribute *vtpu_device_attrs[] = {
 	&dev_attr_cores.attr,
 	&dev_attr_vmem_size.attr,
 	&dev_attr_exec_isa.attr,
+	&dev_attr_busy_ns.attr,
 	NULL
 };
 

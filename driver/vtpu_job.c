@@ -1126,6 +1126,7 @@ int vtpu_job_open(struct drm_device *drm, struct drm_file *file)
 		return -ENOMEM;
 	}
 	kref_init(&vfile->stats->ref);
+	seqlock_init(&vfile->stats->run_seq);
 
 	ret = drm_sched_entity_init(&vfile->entity, DRM_SCHED_PRIORITY_NORMAL,
 				    vdev->scheds, vdev->num_cores, NULL);
@@ -1199,15 +1200,27 @@ void vtpu_job_postclose(struct drm_device *drm, struct drm_file *file)
  *
  * One engine class, "vtpu", with one engine per core
  * (Documentation/gpu/drm-usage-stats.rst): drm-engine-vtpu is the time
- * the file's finished jobs executed, summed over the cores, so it grows
- * up to capacity * wall time.
+ * the file's jobs executed, summed over the cores, the running ones up to
+ * now, so it grows up to capacity * wall time while a job runs, and never
+ * goes back (vtpu_core_run() takes a job's end time under the seqlock).
  */
 void vtpu_job_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 {
 	struct vtpu_device *vdev = to_vtpu_device(file->minor->dev);
 	struct vtpu_file *vfile = file->driver_priv;
+	struct vtpu_file_stats *st = vfile->stats;
+	u64 engine, sum, now;
+	unsigned int seq;
+	u32 running;
 
+	do {
+		seq = read_seqbegin(&st->run_seq);
+		engine = atomic64_read(&st->engine_ns);
+		running = st->running;
+		sum = st->start_sum;
+		now = ktime_get_ns();
+	} while (read_seqretry(&st->run_seq, seq));
 	drm_printf(p, "drm-engine-vtpu:\t%llu ns\n",
-		   (u64)atomic64_read(&vfile->stats->engine_ns));
+		   engine + running * now - sum);
 	drm_printf(p, "drm-engine-capacity-vtpu:\t%u\n", vdev->num_cores);
 }

@@ -27,6 +27,10 @@ struct vtpu_program;
  * @ref: the file's reference and one per job; a job may still be running
  *	when its file is closed
  * @engine_ns: time the file's finished jobs spent executing on cores
+ * @run_seq: makes @engine_ns, @running and @start_sum one snapshot
+ * @running: the file's jobs executing now, on any core
+ * @start_sum: the sum of their start times, so that the time they have
+ *	executed so far is @running * now - @start_sum
  * @jobs: the file's jobs not yet freed (queued, running or ending), at
  *	most DRM_VTPU_MAX_JOBS
  * @closed: the file is closed: a job of it that a core has queued but not
@@ -35,6 +39,9 @@ struct vtpu_program;
 struct vtpu_file_stats {
 	struct kref ref;
 	atomic64_t engine_ns;
+	seqlock_t run_seq;
+	u32 running;
+	u64 start_sum;
 	atomic_t jobs;
 	atomic_t closed;
 };

@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +29,14 @@
 #include <drm/vtpu_accel.h>
 #include <yajl/yajl_gen.h>
 
+/*
+ * The release, as VTPU_VERSION_MAJOR/MINOR in runtime/include/vtpu.h:
+ * vtpu-smi builds against the UAPI only, so keep the two in step
+ * (tests/tools/vtpu_smi.sh checks that they are).
+ */
+#define SMI_VERSION_MAJOR	0
+#define SMI_VERSION_MINOR	1
+
 #define ACCEL_SYSFS	"/sys/class/accel"
 #define ACCEL_DEV	"/dev/accel"
 #define DEBUGFS_ACCEL	"/sys/kernel/debug/accel"
@@ -37,6 +47,14 @@
 #define MAX_PARAMS	32
 #define MAX_PROCS	256	/* open vtpu files listed */
 
+/* Exit statuses; the usage text lists them. */
+enum {
+	EXIT_OK = 0,
+	EXIT_DEVICE_ERROR = 1,	/* a vtpu device could not be described */
+	EXIT_USAGE = 2,
+	EXIT_NO_DEVICE = 3,	/* no vtpu device, or none with --id */
+};
+
 static const char usage[] =
 "usage: vtpu-smi [OPTIONS]\n"
 "\n"
@@ -46,22 +64,41 @@ static const char usage[] =
 "with a device open: their HBM and backing store, busy % and time on the\n"
 "cores (from fdinfo; other users' processes need root).\n"
 "\n"
-"  -j, --json         print JSON instead of a table\n"
-"  -i, --interval MS  busy % sampling window, 1..60000 ms (default 200)\n"
+"  -i, --id N         only device N (its index: the dev column)\n"
+"  -l, --loop SEC     report every SEC seconds (0.1..86400) until interrupted\n"
+"  -c, --count N      stop after N reports (without -l: every second)\n"
+"      --interval MS  busy % sampling window, 1..60000 ms (default 200)\n"
+"  -j, --json         print JSON instead of a table (one document a report)\n"
 "  -v, --verbose      per-core counters; say why a figure is missing\n"
+"  -V, --version      print vtpu-smi's version\n"
 "  -h, --help         this text\n"
 "\n"
-"Busy % and jobs come from debugfs (/sys/kernel/debug/accel/vtpu.N/cores),\n"
-"which needs root and a mounted debugfs; without it they print \"-\".\n"
+"-i used to be the sampling window: that is --interval only now, and\n"
+"-i selects a device, as in nvidia-smi.\n"
+"\n"
+"Busy % is the time the cores spent executing jobs during the window,\n"
+"running jobs included, over cores * window: for a device from its sysfs\n"
+"busy_ns (any user may read it; with an older module that lacks it, from\n"
+"debugfs), for a process from its files' drm-engine-vtpu (fdinfo). Jobs\n"
+"run, timeouts and the per-core figures (--verbose) come from debugfs\n"
+"(/sys/kernel/debug/accel/vtpu.N/cores), which needs root and a mounted\n"
+"debugfs; without it they print \"-\".\n"
+"\n"
+"exit status: 0 success, 1 a vtpu device could not be read, 2 usage\n"
+"error, 3 no vtpu device (or none with the index given to --id).\n"
 "\n"
 "examples:\n"
 "  vtpu-smi\n"
 "  sudo vtpu-smi --verbose --interval 1000\n"
+"  vtpu-smi --id 0 --loop 1\n"
 "  vtpu-smi --json | jq '.devices[].hbm_used'\n";
 
 struct opts {
 	bool json, verbose;
 	long interval_ms;
+	long id;		/* device index to show; -1: all */
+	double loop_s;		/* report period; 0: report once */
+	long count;		/* reports to print; 0: until interrupted */
 };
 
 /* One core's debugfs counters. */
@@ -87,6 +124,10 @@ struct device {
 	bool have_stats;	/* both debugfs samples were read */
 	char stats_why[160];	/* why not, for --verbose and JSON */
 	struct core_sample s0, s1;
+	bool have_busy;		/* both sysfs busy_ns samples were read */
+	char busy_why[160];	/* why not, for --verbose */
+	uint64_t busy0, busy1;	/* sysfs busy_ns (ns, summed over cores) */
+	uint64_t busy_t0, busy_t1;	/* when they were read */
 };
 
 struct driver_version {
@@ -122,6 +163,9 @@ struct state {
 	uint64_t proc_t[2];	/* when each scan ran */
 	bool proc_partial;	/* some processes' fdinfo was unreadable */
 };
+
+/* Set by SIGINT and SIGTERM: --loop finishes the report and stops. */
+static volatile sig_atomic_t stop;
 
 static uint64_t mono_ns(void)
 {
@@ -415,32 +459,80 @@ static int sample_cores(struct device *d, struct core_sample *s)
 	return ret;
 }
 
+/* ---- busy time -------------------------------------------------------- */
+
 /*
- * Two samples per device, interval_ms apart: busy_ns only grows, so the
- * difference over the elapsed time is how busy the cores were. One sleep
- * covers every device.
+ * The device's busy time from sysfs: busy_ns, the time its cores have
+ * executed jobs, summed over them, the running jobs up to the moment of
+ * the read; it never goes back. Modules before it have debugfs only.
+ */
+static int sample_busy(struct device *d, uint64_t *busy, uint64_t *t_ns)
+{
+	char path[128], buf[64];
+	unsigned long long v;
+	char *end;
+	int ret;
+
+	snprintf(path, sizeof(path), ACCEL_SYSFS "/accel%d/device/busy_ns",
+		 d->minor);
+	*t_ns = mono_ns();
+	ret = read_text(path, buf, sizeof(buf));
+	if (ret) {
+		snprintf(d->busy_why, sizeof(d->busy_why), "%s: %s%s", path,
+			 strerror(-ret),
+			 ret == -ENOENT ? " (a module older than busy_ns)" : "");
+		return ret;
+	}
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || end == buf || *end) {
+		snprintf(d->busy_why, sizeof(d->busy_why),
+			 "%s: unexpected format", path);
+		return -EINVAL;
+	}
+	*busy = v;
+	return 0;
+}
+
+/* Sleeps until @end (CLOCK_MONOTONIC ns), or until a signal stops us. */
+static void sleep_until(uint64_t end)
+{
+	uint64_t now;
+
+	while (!stop && (now = mono_ns()) < end) {
+		uint64_t left = end - now;
+		struct timespec ts = {
+			.tv_sec = (time_t)(left / 1000000000ULL),
+			.tv_nsec = (long)(left % 1000000000ULL),
+		};
+
+		nanosleep(&ts, NULL);	/* EINTR: the loop sleeps on */
+	}
+}
+
+/*
+ * Two samples per device, interval_ms apart, of sysfs busy_ns and of
+ * debugfs "cores": both only grow and count the running jobs, so the
+ * difference over the elapsed time is how busy the cores were. One
+ * window covers every device.
  */
 static void sample_all(struct state *st, long interval_ms)
 {
-	bool any = false;
-	struct timespec ts = {
-		.tv_sec = interval_ms / 1000,
-		.tv_nsec = (interval_ms % 1000) * 1000000L,
-	};
-
-	for (int i = 0; i < st->ndev; i++)
-		if (!sample_cores(&st->dev[i], &st->dev[i].s0))
-			any = true;
-	/* Processes' busy % needs the window even without debugfs. */
-	if (!st->ndev)
-		return;
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-	if (!any)
-		return;
 	for (int i = 0; i < st->ndev; i++) {
 		struct device *d = &st->dev[i];
 
+		d->have_busy = !sample_busy(d, &d->busy0, &d->busy_t0);
+		sample_cores(d, &d->s0);
+	}
+	/* Processes' busy % needs the window even without a device figure. */
+	if (!st->ndev)
+		return;
+	sleep_until(mono_ns() + (uint64_t)interval_ms * 1000000ULL);
+	for (int i = 0; i < st->ndev; i++) {
+		struct device *d = &st->dev[i];
+
+		if (d->have_busy)
+			d->have_busy = !sample_busy(d, &d->busy1, &d->busy_t1);
 		if (d->stats_why[0])
 			continue;
 		if (sample_cores(d, &d->s1))
@@ -456,22 +548,49 @@ static void sample_all(struct state *st, long interval_ms)
 }
 
 /*
- * Busy % of cores [first, first+n) over the window. The driver adds a
- * job's time to busy_ns when the job ends, so a long job that ends inside
- * the window can push it past 100: clamp.
+ * @busy ns of work over @dt ns on @n cores, in %. The reads and our
+ * clock are a few µs apart, so a saturated device can come out a hair
+ * over 100: clamp.
  */
-static double busy_pct(const struct device *d, int first, int n)
+static double pct_of(long long busy, uint64_t dt, int n)
 {
-	uint64_t dt = d->s1.t_ns - d->s0.t_ns;
-	long long busy = 0;
 	double pct;
 
-	for (int i = first; i < first + n; i++)
-		busy += d->s1.core[i].busy_ns - d->s0.core[i].busy_ns;
 	if (!dt || n <= 0 || busy < 0)
 		return 0.0;
 	pct = 100.0 * (double)busy / ((double)dt * n);
 	return pct > 100.0 ? 100.0 : pct;
+}
+
+/* Busy % of cores [first, first+n) over the window, from debugfs. */
+static double busy_pct(const struct device *d, int first, int n)
+{
+	long long busy = 0;
+
+	for (int i = first; i < first + n; i++)
+		busy += d->s1.core[i].busy_ns - d->s0.core[i].busy_ns;
+	return pct_of(busy, d->s1.t_ns - d->s0.t_ns, n);
+}
+
+/* Is there a device busy %: from sysfs, or else debugfs? */
+static bool have_device_busy(const struct device *d)
+{
+	return d->have_busy || d->have_stats;
+}
+
+/* Where the device's busy % comes from. */
+static const char *busy_source(const struct device *d)
+{
+	return d->have_busy ? "sysfs" : d->have_stats ? "debugfs" : NULL;
+}
+
+/* The device's busy %: sysfs busy_ns, or the cores' debugfs busy_ns. */
+static double device_busy(const struct device *d)
+{
+	if (d->have_busy)
+		return pct_of((long long)(d->busy1 - d->busy0),
+			      d->busy_t1 - d->busy_t0, (int)d->q.core_count);
+	return d->have_stats ? busy_pct(d, 0, d->s1.ncores) : 0.0;
 }
 
 static long long total_jobs(const struct core_sample *s, bool timeouts)
@@ -500,6 +619,14 @@ static long long fdinfo_ll(const char *text, const char *key)
 	return -1;
 }
 
+static const struct device *device_of(const struct state *st, int minor)
+{
+	for (int i = 0; i < st->ndev; i++)
+		if (st->dev[i].minor == minor)
+			return &st->dev[i];
+	return NULL;
+}
+
 static struct proc *find_proc(struct state *st, int minor, long long client)
 {
 	for (int i = 0; i < st->nproc; i++)
@@ -526,8 +653,9 @@ static void scan_fd(struct state *st, int pid, const char *fd, int pass)
 	if (n <= 0)
 		return;
 	link[n] = 0;
-	if (sscanf(link, ACCEL_DEV "/accel%d", &minor) != 1)
-		return;
+	if (sscanf(link, ACCEL_DEV "/accel%d", &minor) != 1 ||
+	    !device_of(st, minor))
+		return;	/* not a device listed (--id) */
 	client = fdinfo_ll(text, "drm-client-id");
 	engine = fdinfo_ll(text, "drm-engine-vtpu");
 	hbm = fdinfo_ll(text, "drm-memory-hbm");
@@ -595,14 +723,6 @@ static void scan_procs(struct state *st, int pass)
 			st->proc[i] = st->proc[--st->nproc];
 		else
 			i++;
-}
-
-static const struct device *device_of(const struct state *st, int minor)
-{
-	for (int i = 0; i < st->ndev; i++)
-		if (st->dev[i].minor == minor)
-			return &st->dev[i];
-	return NULL;
 }
 
 /* A client's share of its device's cores over the window; -1: unknown. */
@@ -680,27 +800,35 @@ static void print_device_row(const struct device *d)
 		snprintf(blocks, sizeof(blocks), "%lld", d->free_blocks);
 	snprintf(lf, sizeof(lf), "%s (%s)",
 		 fmt_size(c, sizeof(c), d->q.hbm_largest_free), blocks);
-	if (d->have_stats) {
-		snprintf(busy, sizeof(busy), "%.1f",
-			 busy_pct(d, 0, d->s1.ncores));
+	if (have_device_busy(d))
+		snprintf(busy, sizeof(busy), "%.1f", device_busy(d));
+	if (d->have_stats)
 		snprintf(jobs, sizeof(jobs), "%lld", total_jobs(&d->s1, false));
-	}
 	printf("| %3u | %-8s | %-7s | %5u | %9s | %21s | %19s | %9s | %6s | %6s |\n",
 	       d->q.device_index, d->node + sizeof(ACCEL_DEV), d->bus_id,
 	       d->q.core_count, fmt_size(e, sizeof(e), d->q.vmem_size), hbm, lf,
 	       fmt_size(f, sizeof(f), d->q.host_bytes), busy, jobs);
 }
 
-/* --verbose: per-core counters, or why there are none. */
+/* --verbose: where busy % came from, per-core counters, or why not. */
 static void print_device_detail(const struct device *d)
 {
+	unsigned int idx = d->q.device_index;
+
+	if (d->have_busy)
+		printf("  dev %u: busy %.1f %% (sysfs busy_ns, %.3f s in all)\n",
+		       idx, device_busy(d), d->busy1 / 1e9);
+	else if (d->have_stats)
+		printf("  dev %u: busy %.1f %% from debugfs: no sysfs figure: %s\n",
+		       idx, device_busy(d), d->busy_why);
+	else
+		printf("  dev %u: busy %% unavailable: %s\n", idx, d->busy_why);
 	if (!d->have_stats) {
-		printf("  dev %u: busy %% and jobs unavailable: %s\n",
-		       d->q.device_index,
-		       d->stats_why[0] ? d->stats_why : "no second sample");
+		printf("  dev %u: jobs and per-core figures unavailable: %s\n",
+		       idx, d->stats_why[0] ? d->stats_why : "no second sample");
 		return;
 	}
-	printf("  dev %u: jobs alive %lld, timeouts %lld\n", d->q.device_index,
+	printf("  dev %u: jobs alive %lld, timeouts %lld\n", idx,
 	       d->s1.jobs_alive, total_jobs(&d->s1, true));
 	for (int i = 0; i < d->s1.ncores; i++)
 		printf("    core %d: busy %5.1f %%  jobs %lld  timeouts %lld  busy %.3f s\n",
@@ -792,13 +920,18 @@ static void j_kv_u64(yajl_gen g, const char *k, uint64_t v)
  * One decimal, as in the table. yajl_gen_double prints %.20g (1.2 comes
  * out as 1.1999999999999999556), so format the number ourselves.
  */
-static void j_kv_pct(yajl_gen g, const char *k, double v)
+static void j_pct(yajl_gen g, double v)
 {
 	char s[32];
 
 	snprintf(s, sizeof(s), "%.1f", v);
-	j_str(g, k);
 	yajl_gen_number(g, s, strlen(s));
+}
+
+static void j_kv_pct(yajl_gen g, const char *k, double v)
+{
+	j_str(g, k);
+	j_pct(g, v);
 }
 
 static void j_driver(yajl_gen g, const struct driver_version *v)
@@ -858,9 +991,26 @@ static void j_features(yajl_gen g, uint64_t f)
 /* Busy figures, or nulls and the reason: a consumer must not read 0. */
 static void j_stats(yajl_gen g, const struct device *d)
 {
+	j_str(g, "busy_percent");
+	if (have_device_busy(d))
+		j_pct(g, device_busy(d));
+	else
+		yajl_gen_null(g);
+	j_str(g, "busy_source");
+	if (busy_source(d))
+		j_str(g, busy_source(d));
+	else
+		yajl_gen_null(g);
+	j_str(g, "busy_ns");
+	if (d->have_busy)
+		yajl_gen_integer(g, (long long)d->busy1);
+	else
+		yajl_gen_null(g);
+	if (!d->have_busy)
+		j_kv_str(g, "busy_unavailable", d->busy_why);
 	if (!d->have_stats) {
-		const char *keys[] = { "busy_percent", "jobs", "timeouts",
-				       "jobs_alive", "cores_detail" };
+		const char *keys[] = { "jobs", "timeouts", "jobs_alive",
+				       "cores_detail" };
 
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 			j_str(g, keys[i]);
@@ -869,7 +1019,6 @@ static void j_stats(yajl_gen g, const struct device *d)
 		j_kv_str(g, "stats_unavailable", d->stats_why);
 		return;
 	}
-	j_kv_pct(g, "busy_percent", busy_pct(d, 0, d->s1.ncores));
 	j_kv_int(g, "jobs", total_jobs(&d->s1, false));
 	j_kv_int(g, "timeouts", total_jobs(&d->s1, true));
 	j_kv_int(g, "jobs_alive", d->s1.jobs_alive);
@@ -934,14 +1083,10 @@ static void j_procs(yajl_gen g, const struct state *st)
 		j_kv_u64(g, "host_bytes", p->host);
 		j_kv_int(g, "engine_ns", p->engine[1]);
 		j_str(g, "busy_percent");
-		if (busy >= 0) {
-			char s[32];
-
-			snprintf(s, sizeof(s), "%.1f", busy);
-			yajl_gen_number(g, s, strlen(s));
-		} else {
+		if (busy >= 0)
+			j_pct(g, busy);
+		else
 			yajl_gen_null(g);
-		}
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
@@ -955,11 +1100,6 @@ static int print_json(const struct state *st, const struct opts *o)
 	const unsigned char *buf;
 	size_t len;
 
-	/* yajl beautifies an empty array over three lines; this reads better. */
-	if (!st->ndev) {
-		puts("{\"devices\": []}");
-		return 0;
-	}
 	g = yajl_gen_alloc(NULL);
 	if (!g) {
 		fputs("vtpu-smi: out of memory\n", stderr);
@@ -986,19 +1126,71 @@ static int print_json(const struct state *st, const struct opts *o)
 
 /* ---- main ------------------------------------------------------------- */
 
+/* What was wrong with the command line, and where to look: exit 2. */
+static int usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("vtpu-smi: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'vtpu-smi --help'.\n", stderr);
+	return EXIT_USAGE;
+}
+
+/* A whole decimal number in [min, max], or false. */
+static bool parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The option as typed, for messages: "--id" or "-i". */
+static const char *opt_name(char **argv, char *buf, size_t len)
+{
+	const char *arg = argv[optind - 1];
+
+	if (!strncmp(arg, "--", 2)) {
+		snprintf(buf, len, "%.*s", (int)strcspn(arg, "="), arg);
+		return buf;
+	}
+	snprintf(buf, len, "-%c", optopt ? optopt : '?');
+	return buf;
+}
+
+/* -1 to go on, or the exit status (--help, --version, usage errors). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+	enum { OPT_INTERVAL = 256 };
 	static const struct option lopts[] = {
+		{ "id", required_argument, NULL, 'i' },
+		{ "loop", required_argument, NULL, 'l' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "json", no_argument, NULL, 'j' },
-		{ "interval", required_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char name[64];
 	int c;
 
 	o->interval_ms = 200;
-	while ((c = getopt_long(argc, argv, "ji:vh", lopts, NULL)) != -1) {
+	o->id = -1;
+	opterr = 0;	/* the messages below say more */
+	while ((c = getopt_long(argc, argv, ":i:l:c:jvVh", lopts, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -1009,29 +1201,138 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->verbose = true;
 			break;
 		case 'i':
-			errno = 0;
-			o->interval_ms = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end ||
-			    o->interval_ms < 1 || o->interval_ms > 60000) {
-				fprintf(stderr, "vtpu-smi: --interval wants milliseconds, 1..60000, not '%s'\n",
-					optarg);
-				return 2;
-			}
+			if (!parse_long(optarg, 0, MAX_DEVICES - 1, &o->id))
+				return usage_error("--id wants a device index, 0..%d, not '%s'",
+						   MAX_DEVICES - 1, optarg);
 			break;
+		case 'l':
+			errno = 0;
+			o->loop_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(o->loop_s >= 0.1 && o->loop_s <= 86400))
+				return usage_error("--loop wants seconds, 0.1..86400, not '%s'",
+						   optarg);
+			break;
+		case 'c':
+			if (!parse_long(optarg, 1, LONG_MAX, &o->count))
+				return usage_error("--count wants a number of reports, 1 or more, not '%s'",
+						   optarg);
+			break;
+		case OPT_INTERVAL:
+			if (!parse_long(optarg, 1, 60000, &o->interval_ms))
+				return usage_error("--interval wants milliseconds, 1..60000, not '%s'",
+						   optarg);
+			break;
+		case 'V':
+			printf("vtpu-smi %d.%d\n", SMI_VERSION_MAJOR,
+			       SMI_VERSION_MINOR);
+			return EXIT_OK;
 		case 'h':
 			fputs(usage, stdout);
-			return 0;
+			return EXIT_OK;
+		case ':':
+			return usage_error("option '%s' needs a value",
+					   opt_name(argv, name, sizeof(name)));
 		default:
-			fputs("vtpu-smi: see vtpu-smi --help\n", stderr);
-			return 2;
+			if (strncmp(argv[optind - 1], "--", 2))
+				return usage_error("unknown option '-%c'", optopt);
+			/* A known long option here was given a value. */
+			if (optopt)
+				return usage_error("option '%s' takes no value",
+						   opt_name(argv, name, sizeof(name)));
+			return usage_error("unknown option '%s'",
+					   argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vtpu-smi: unexpected argument '%s' (see vtpu-smi --help)\n",
-			argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->count && !o->loop_s)
+		o->loop_s = 1;
 	return -1;
+}
+
+/* Said once, on stderr, whatever the mode. */
+static void say_no_device(void)
+{
+	fputs("vtpu-smi: no vtpu device found: no /dev/accel device is driven by vtpu.ko.\n"
+	      "To get one, load the module: 'sudo insmod driver/vtpu.ko' in a vtpu build tree, or 'sudo modprobe vtpu' once it is installed (the DKMS package).\n",
+	      stderr);
+}
+
+/* --id: no such device; says which there are. */
+static void say_no_such_id(long id, const unsigned int *index, int n)
+{
+	fprintf(stderr, "vtpu-smi: no vtpu device with index %ld (devices:",
+		id);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %u", index[i]);
+	fputs(")\n", stderr);
+}
+
+/* Keeps only the device --id names, if there is one. */
+static void select_device(struct state *st, long id)
+{
+	for (int i = 0; i < st->ndev; i++) {
+		if (st->dev[i].q.device_index != (unsigned long)id)
+			continue;
+		if (i)
+			st->dev[0] = st->dev[i];
+		st->ndev = 1;
+		return;
+	}
+	st->ndev = 0;
+}
+
+/* One report: probe, sample over the window, print. Returns the status. */
+static int report(struct state *st, const struct opts *o)
+{
+	unsigned int index[MAX_DEVICES];
+	int all;
+
+	memset(st, 0, sizeof(*st));
+	probe_all(st);
+	all = st->ndev;
+	for (int i = 0; i < all; i++)
+		index[i] = st->dev[i].q.device_index;
+	if (o->id >= 0)
+		select_device(st, o->id);
+	if (!st->ndev) {
+		/* yajl beautifies an empty array over three lines. */
+		if (o->json)
+			puts("{\"devices\": []}");
+		if (all) {
+			say_no_such_id(o->id, index, all);
+			return EXIT_NO_DEVICE;
+		}
+		if (st->errors)
+			return EXIT_DEVICE_ERROR;	/* probe_all said why */
+		say_no_device();
+		return EXIT_NO_DEVICE;
+	}
+	read_params(st);
+	scan_procs(st, 0);
+	sample_all(st, o->interval_ms);
+	scan_procs(st, 1);
+	qsort(st->proc, st->nproc, sizeof(st->proc[0]), cmp_proc);
+	if (o->verbose && !o->json)
+		for (int i = 0; i < st->ndev; i++)
+			if (!st->dev[i].have_query)
+				fprintf(stderr, "vtpu-smi: %s: QUERY failed, figures from sysfs\n",
+					st->dev[i].node);
+	if (o->json) {
+		if (print_json(st, o))
+			return EXIT_DEVICE_ERROR;
+	} else {
+		print_table(st, o);
+	}
+	/* A device we saw but could not describe is a failure. */
+	return st->errors ? EXIT_DEVICE_ERROR : EXIT_OK;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
 }
 
 int main(int argc, char **argv)
@@ -1042,26 +1343,26 @@ int main(int argc, char **argv)
 
 	if (ret >= 0)
 		return ret;
-	probe_all(&st);
-	read_params(&st);
-	scan_procs(&st, 0);
-	sample_all(&st, o.interval_ms);
-	scan_procs(&st, 1);
-	qsort(st.proc, st.nproc, sizeof(st.proc[0]), cmp_proc);
-	if (o.verbose && !o.json)
-		for (int i = 0; i < st.ndev; i++)
-			if (!st.dev[i].have_query)
-				fprintf(stderr, "vtpu-smi: %s: QUERY failed, figures from sysfs\n",
-					st.dev[i].node);
-	if (o.json) {
-		if (print_json(&st, &o))
-			return 1;
-	} else if (!st.ndev) {
-		if (!st.errors)
-			puts("vtpu-smi: no vtpu device (is vtpu.ko loaded? see README: make vm-shell)");
-	} else {
-		print_table(&st, &o);
+	if (!o.loop_s)
+		return report(&st, &o);
+
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (long n = 0; !stop && (!o.count || n < o.count); n++) {
+		uint64_t next = mono_ns() + (uint64_t)(o.loop_s * 1e9);
+
+		if (n && !o.json)
+			putchar('\n');
+		ret = report(&st, &o);
+		fflush(stdout);
+		if (ret == EXIT_NO_DEVICE || ret == EXIT_USAGE)
+			break;
+		if (o.count && n + 1 == o.count)
+			break;
+		/* A signal ends the sleep and, through stop, the loop. */
+		sleep_until(next);
 	}
-	/* A device we saw but could not describe is a failure. */
-	return st.errors ? 1 : 0;
+	return ret;
 }

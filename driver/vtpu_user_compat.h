@@ -14,11 +14,13 @@
 #ifndef __VTPU_USER_COMPAT_H__
 #define __VTPU_USER_COMPAT_H__
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/cdefs.h>
 
 #include <linux/types.h>
 
@@ -36,14 +38,12 @@ typedef __s64 s64;
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 #endif
 
+/* glibc's <sys/cdefs.h> spells the kernel's attributes. */
 #ifndef __maybe_unused
-#define __maybe_unused	__attribute__((__unused__))
-#endif
-#ifndef __always_inline
-#define __always_inline	inline __attribute__((__always_inline__))
+#define __maybe_unused	__attribute_maybe_unused__
 #endif
 #ifndef __pure
-#define __pure		__attribute__((__pure__))
+#define __pure		__attribute_pure__
 #endif
 #ifndef fallthrough
 #define fallthrough	__attribute__((__fallthrough__))
@@ -56,9 +56,9 @@ typedef __s64 s64;
 #define BIT(n)		(1UL << (n))
 #define BIT_ULL(n)	(1ULL << (n))
 #endif
-#define BUILD_BUG_ON(cond) _Static_assert(!(cond), "BUILD_BUG_ON(" #cond ")")
+#define BUILD_BUG_ON(cond) static_assert(!(cond), "BUILD_BUG_ON(" #cond ")")
 #ifndef DIV_ROUND_UP
-#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+#define DIV_ROUND_UP(n, d)	({ __typeof__(d) _dru_d = (d); ((n) + _dru_d - 1) / _dru_d; })
 #endif
 #ifndef U64_MAX
 #define U64_MAX		((u64)~0ULL)
@@ -68,10 +68,15 @@ typedef __s64 s64;
 		     _min_x < _min_y ? _min_x : _min_y; })
 #define max(x, y) ({ __typeof__(x) _max_x = (x); __typeof__(y) _max_y = (y); \
 		     _max_x > _max_y ? _max_x : _max_y; })
-#define min_t(t, x, y)	min((t)(x), (t)(y))
-#define max_t(t, x, y)	max((t)(x), (t)(y))
+/* Each of @x, @y as type @t, evaluated once; @op picks the result. */
+#define __cmp_t(t, x, y, op) ({ t _cmp_x = (x), _cmp_y = (y); \
+				_cmp_x op _cmp_y ? _cmp_x : _cmp_y; })
+#define min_t(t, x, y)	__cmp_t(t, x, y, <)
+#define max_t(t, x, y)	__cmp_t(t, x, y, >)
 #define clamp(v, lo, hi) min(max(v, lo), hi)
-#define clamp_t(t, v, lo, hi) clamp((t)(v), (t)(lo), (t)(hi))
+#define clamp_t(t, v, lo, hi) ({ t _clamp_v = (v), _clamp_lo = (lo), _clamp_hi = (hi); \
+				 _clamp_v < _clamp_lo ? _clamp_lo : \
+				 _clamp_v > _clamp_hi ? _clamp_hi : _clamp_v; })
 
 /* Like the kernel's: store the wrapped result, return true on overflow. */
 #define check_add_overflow(a, b, d)	__builtin_add_overflow(a, b, d)

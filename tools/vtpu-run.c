@@ -909,11 +909,11 @@ int main(int argc, char **argv)
 	p90 = times[(9 * o.repeat + 9) / 10 - 1];
 	ran_on(c, &di);
 	if (!o.json) {
-		printf("backend %s, device %s (index %d of %d, %d cores); compile %.2f ms; run %.3f ms (median of %d)\n",
+		printf("backend %s, device %s (index %d of %d, %d cores); compile %.2f ms; run %.4f ms (median of %d)\n",
 		       vtpu_client_backend(c), di.name, di.index,
 		       vtpu_client_device_count(c), di.cores, tc * 1e3,
 		       p50 * 1e3, o.repeat);
-		printf("timing: min %.3f ms, p50 %.3f ms, p90 %.3f ms, max %.3f ms over %d run(s) after %d warm-up run(s)\n",
+		printf("timing: min %.4f ms, p50 %.4f ms, p90 %.4f ms, max %.4f ms over %d run(s) after %d warm-up run(s)\n",
 		       times[0] * 1e3, p50 * 1e3, p90 * 1e3,
 		       times[o.repeat - 1] * 1e3, o.repeat, o.warmup);
 		for (i = 0; i < nin; i++)

@@ -14,35 +14,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 
-n=0 failed=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-not_ok() {	# WHAT WHY
-	n=$((n + 1)) failed=1
-	echo "not ok $n - $1"
-	printf '#   %s\n' "$2"
-	sed 's/^/#   stderr: /' err | head -5
-}
-# RC WHAT ARGS...: runs vtpu-compile; out and err keep what it printed.
-t() {
-	local want=$1 what=$2 rc
-	shift 2
-	"$cc" "$@" > out 2> err
-	rc=$?
-	if [ "$rc" != "$want" ]; then
-		not_ok "$what" "exit status $rc, wanted $want"
-		return 1
-	fi
-	return 0
-}
-has() {		# FILE ERE WHAT
-	if grep -qE -- "$2" "$1"; then ok "$3"; else not_ok "$3" "no line matching /$2/ in $1"; fi
-}
-hasnt() {
-	if grep -qE -- "$2" "$1"; then not_ok "$3" "a line matches /$2/ in $1"; else ok "$3"; fi
-}
+tool=$cc
+. "$top/tests/tools/lib/tap.sh"
 
 cat > m.hlo <<'EOF'
 HloModule m
@@ -97,18 +70,6 @@ else not_ok "--version: vtpu-compile $major.$minor" "printed '$(cat out)'"; fi
 t 0 "--help: exit 0" --help && has out 'onnx' "--help mentions ONNX"
 has out -- '--version' "--help mentions --version"
 
-usage_case() {	# WHAT ERE ARGS...
-	local what=$1 re=$2
-	shift 2
-	t 2 "$what: exit 2" "$@" || return
-	ok "$what: exit 2"
-	if grep -qE -- "$re" err && grep -qx "Try 'vtpu-compile --help'." err &&
-	   ! grep -q 'usage:' err && [ ! -s out ]; then
-		ok "$what: says what was wrong, points at --help"
-	else
-		not_ok "$what: says what was wrong, points at --help" "wanted /$re/ and the Try line"
-	fi
-}
 usage_case "unknown option" "^vtpu-compile: unknown option '--frob'$" --frob m.hlo
 usage_case "unknown short option" "^vtpu-compile: unknown option -- 'x'$" -x m.hlo
 usage_case "missing argument" "^vtpu-compile: option '-o' needs an argument$" m.hlo -o

@@ -70,6 +70,7 @@ struct tok {
 struct hshape {
 	const char *loc;
 	bool tuple;
+	int htype;		/* hlo_types[] index of an array's type */
 	struct vtpu_shape s;	/* an array shape */
 	int n;			/* a tuple's elements */
 	struct hshape *elem;
@@ -109,7 +110,31 @@ static const char *const window_fields[WF_NR] = {
 	X(TO_APPLY,	"to_apply") \
 	X(SLICE,	"slice") \
 	X(PADDING,	"padding") \
-	X(INDEX,	"index")
+	X(INDEX,	"index") \
+	X(CALLS,	"calls") \
+	X(CONDITION,	"condition") \
+	X(BODY,		"body") \
+	X(TRUE_COMP,	"true_computation") \
+	X(FALSE_COMP,	"false_computation") \
+	X(BRANCHES,	"branch_computations") \
+	X(IOTA_DIM,	"iota_dimension") \
+	X(DS_SIZES,	"dynamic_slice_sizes") \
+	X(OFFSET_DIMS,	"offset_dims") \
+	X(COLLAPSED,	"collapsed_slice_dims") \
+	X(START_MAP,	"start_index_map") \
+	X(IVD,		"index_vector_dim") \
+	X(SLICE_SIZES,	"slice_sizes") \
+	X(OBATCH,	"operand_batching_dims") \
+	X(SBATCH,	"start_indices_batching_dims") \
+	X(UPDATE_WIN,	"update_window_dims") \
+	X(INSERTED,	"inserted_window_dims") \
+	X(SCATTER_MAP,	"scatter_dims_to_operand_dims") \
+	X(TARGET,	"custom_call_target") \
+	X(EPSILON,	"epsilon") \
+	X(FEATURE,	"feature_index") \
+	X(GROUPS,	"replica_groups") \
+	X(EXP_BITS,	"exponent_bits") \
+	X(MANT_BITS,	"mantissa_bits")
 
 enum attr_id {
 #define ATTR_ENUM(id, text) AT_##id,
@@ -133,7 +158,15 @@ struct attrs {
 	struct dxd win[WF_NR];
 	const struct tok *labels;
 	int64_t fgc, bgc, index;
-	struct comp *to_apply;
+	struct comp *to_apply, *calls, *cond, *body, *tcomp, *fcomp;
+	int nbranch;
+	struct comp **branches;
+	struct ilist ds_sizes, offset_dims, collapsed, start_map, slice_sizes;
+	struct ilist obatch, sbatch, update_win, inserted, scatter_map;
+	int64_t iota_dim, ivd, feature, exp_bits, mant_bits;
+	double epsilon;
+	const struct tok *target;
+	bool one_replica;	/* replica_groups name one device at most */
 	int nslice;
 	int64_t start[R], limit[R], stride[R];
 	struct dxd padding;
@@ -143,8 +176,20 @@ enum op_kind {
 	OK_PARAM, OK_CONST, OK_UNARY, OK_BINARY, OK_COMPARE, OK_SELECT,
 	OK_CONVERT, OK_COPY, OK_BROADCAST, OK_RESHAPE, OK_TRANSPOSE, OK_DOT,
 	OK_CONV, OK_REDUCE, OK_CONCAT, OK_SLICE, OK_PAD, OK_TUPLE, OK_GTE,
-	OK_UNSUPPORTED,
+	OK_IOTA, OK_CLAMP, OK_IDENTITY, OK_BITCAST, OK_CALL, OK_WHILE,
+	OK_COND, OK_DSLICE, OK_DUS, OK_GATHER, OK_SCATTER, OK_SORT, OK_REVERSE, OK_RWINDOW,
+	OK_BN_INF, OK_BN_TRAIN, OK_CUSTOM, OK_COLLECTIVE, OK_LOGIC, OK_MATH,
+	OK_REPLICA_ID, OK_REDUCE_PRECISION, OK_UNSUPPORTED,
 };
+
+/* OK_MATH's functions, composed from the device's (compose.c) */
+enum {
+	M_SIN, M_COS, M_TAN, M_FLOOR, M_CEIL, M_RNE, M_AFZ, M_SIGN, M_EXPM1,
+	M_LOG1P, M_ERF, M_ISFINITE, M_CBRT, M_REM, M_ATAN2,
+};
+
+/* OK_LOGIC's, on pred */
+enum { L_NOT, L_AND, L_OR, L_XOR };
 
 /*
  * The opcodes the builder covers.
@@ -186,7 +231,52 @@ enum op_kind {
 	X("slice",              OK_SLICE,     0,            1) \
 	X("pad",                OK_PAD,       0,            2) \
 	X("tuple",              OK_TUPLE,     0,            -1) \
-	X("get-tuple-element",  OK_GTE,       0,            1)
+	X("get-tuple-element",  OK_GTE,       0,            1) \
+	X("iota",               OK_IOTA,      0,            0) \
+	X("clamp",              OK_CLAMP,     0,            3) \
+	X("opt-barrier",        OK_IDENTITY,  0,            1) \
+	X("optimization-barrier", OK_IDENTITY, 0,           1) \
+	X("bitcast",            OK_BITCAST,   0,            1) \
+	X("call",               OK_CALL,      0,            -1) \
+	X("fusion",             OK_CALL,      1,            -1) \
+	X("while",              OK_WHILE,     0,            1) \
+	X("conditional",        OK_COND,      0,            -1) \
+	X("dynamic-slice",      OK_DSLICE,    0,            -1) \
+	X("dynamic-update-slice", OK_DUS,     0,            -1) \
+	X("gather",             OK_GATHER,    0,            2) \
+	X("scatter",            OK_SCATTER,   0,            -1) \
+	X("sort",               OK_SORT,      0,            -1) \
+	X("reverse",            OK_REVERSE,   0,            1) \
+	X("reduce-window",      OK_RWINDOW,   0,            -1) \
+	X("batch-norm-inference", OK_BN_INF,  0,            5) \
+	X("batch-norm-training", OK_BN_TRAIN, 0,            3) \
+	X("custom-call",        OK_CUSTOM,    0,            -1) \
+	X("all-reduce",         OK_COLLECTIVE, 0,           -1) \
+	X("all-gather",         OK_COLLECTIVE, 1,           -1) \
+	X("reduce-scatter",     OK_COLLECTIVE, 2,           -1) \
+	X("all-to-all",         OK_COLLECTIVE, 3,           -1) \
+	X("collective-permute", OK_COLLECTIVE, 4,           1) \
+	X("replica-id",         OK_REPLICA_ID, 0,           0) \
+	X("partition-id",       OK_REPLICA_ID, 1,           0) \
+	X("reduce-precision",   OK_REDUCE_PRECISION, 0,     1) \
+	X("not",                OK_LOGIC,     L_NOT,        1) \
+	X("and",                OK_LOGIC,     L_AND,        2) \
+	X("or",                 OK_LOGIC,     L_OR,         2) \
+	X("xor",                OK_LOGIC,     L_XOR,        2) \
+	X("sine",               OK_MATH,      M_SIN,        1) \
+	X("cosine",             OK_MATH,      M_COS,        1) \
+	X("tan",                OK_MATH,      M_TAN,        1) \
+	X("floor",              OK_MATH,      M_FLOOR,      1) \
+	X("ceil",               OK_MATH,      M_CEIL,       1) \
+	X("round-nearest-even", OK_MATH,      M_RNE,        1) \
+	X("round-nearest-afz",  OK_MATH,      M_AFZ,        1) \
+	X("sign",               OK_MATH,      M_SIGN,       1) \
+	X("exponential-minus-one", OK_MATH,   M_EXPM1,      1) \
+	X("log-plus-one",       OK_MATH,      M_LOG1P,      1) \
+	X("erf",                OK_MATH,      M_ERF,        1) \
+	X("is-finite",          OK_MATH,      M_ISFINITE,   1) \
+	X("cbrt",               OK_MATH,      M_CBRT,       1) \
+	X("remainder",          OK_MATH,      M_REM,        2)
 
 struct hlo_op {
 	const char *text;
@@ -203,31 +293,34 @@ static const struct hlo_op hlo_ops[] = {
 
 /* Real XLA opcodes outside the subset: "unsupported", not "unknown". */
 static const char *const unsupported_ops[] = {
-	"add-dependency", "after-all", "all-gather", "all-gather-done",
-	"all-gather-start", "all-reduce", "all-reduce-done",
-	"all-reduce-start", "all-to-all", "and", "async-done", "async-start",
-	"async-update", "atan2", "batch-norm-grad", "batch-norm-inference",
-	"batch-norm-training", "bitcast", "bitcast-convert", "call", "cbrt",
-	"ceil", "cholesky", "clamp", "collective-broadcast",
-	"collective-permute", "collective-permute-done",
-	"collective-permute-start", "complex", "conditional", "copy-done",
-	"copy-start", "cosine", "count-leading-zeros", "custom-call",
-	"domain", "dynamic-reshape", "dynamic-slice", "dynamic-update-slice",
-	"erf", "exponential-minus-one", "fft", "floor", "fusion", "gather",
-	"get-dimension-size", "imag", "infeed", "iota", "is-finite",
-	"log-plus-one", "map", "not", "optimization-barrier", "or", "outfeed",
-	"partition-id", "popcnt", "ragged-all-to-all", "real", "recv",
-	"recv-done", "reduce-precision", "reduce-scatter", "reduce-window",
-	"remainder", "replica-id", "reverse", "rng", "rng-bit-generator",
-	"rng-get-and-update-state", "round-nearest-afz",
-	"round-nearest-even", "scatter", "select-and-scatter", "send",
-	"send-done", "set-dimension-size", "shift-left",
-	"shift-right-arithmetic", "shift-right-logical", "sign", "sine",
-	"sort", "stochastic-convert", "tan", "topk", "triangular-solve",
-	"while", "xor",
+	"add-dependency", "after-all", "all-gather-done", "all-gather-start",
+	"all-reduce-done", "all-reduce-start", "async-done", "async-start",
+	"async-update", "atan2", "batch-norm-grad", "bitcast-convert",
+	"cholesky", "collective-broadcast", "collective-permute-done",
+	"collective-permute-start", "complex", "copy-done", "copy-start",
+	"count-leading-zeros", "domain", "dynamic-reshape", "fft",
+	"get-dimension-size", "imag", "infeed", "map", "outfeed", "popcnt",
+	"ragged-all-to-all", "real", "recv", "recv-done", "rng",
+	"rng-bit-generator", "rng-get-and-update-state", "select-and-scatter", "send", "send-done", "set-dimension-size",
+	"shift-left", "shift-right-arithmetic", "shift-right-logical",
+	"stochastic-convert", "topk", "triangular-solve",
 };
 
 static const struct hlo_op op_unsupported = { "", OK_UNSUPPORTED, 0, -1 };
+
+/*
+ * A built value: an array (a builder value id) or a tuple of values. A
+ * scalar whose value the frontend knows at compile time (loop counters,
+ * slice starts, a conditional's predicate) carries it too: that is how
+ * loops unroll and dynamic slices become static ones.
+ */
+struct hval {
+	int n;			/* -1: an array; else a tuple of n */
+	int id;
+	struct hval *e;		/* a tuple's elements */
+	bool known;
+	double k;
+};
 
 struct inst {
 	const struct tok *name;
@@ -245,10 +338,7 @@ struct inst {
 	struct inst *next;
 
 	/* build() */
-	int id;
-	bool is_tuple;
-	int ntuple;
-	int *tuple;
+	struct hval v;
 };
 
 /* Open addressing, name -> pointer; one per computation's scope. */
@@ -744,24 +834,47 @@ static const char *const type_names[] = {
 	[VTPU_S64] = "s64", [VTPU_PRED] = "pred",
 };
 
+/*
+ * XLA's element types and what the device computes them in, as JAX does
+ * without x64: wider floats in f32, every integer in s32 (a constant
+ * outside its range is refused). f16 values are f32 rounded to f16 where
+ * a convert makes them. u32 and u64 are s32 bits: the operations where
+ * signedness matters (compare, divide, convert, shifts) refuse them.
+ */
+enum { HT_PLAIN, HT_UNSIGNED, HT_F16 };
+
+static const struct {
+	const char *name;
+	enum vtpu_type dev;
+	int kind;
+} hlo_types[] = {
+	{ "f32", VTPU_F32, HT_PLAIN }, { "bf16", VTPU_BF16, HT_PLAIN },
+	{ "s32", VTPU_S32, HT_PLAIN }, { "s64", VTPU_S32, HT_PLAIN },
+	{ "pred", VTPU_PRED, HT_PLAIN }, { "f64", VTPU_F32, HT_PLAIN },
+	{ "f16", VTPU_F32, HT_F16 }, { "s8", VTPU_S32, HT_PLAIN },
+	{ "s16", VTPU_S32, HT_PLAIN }, { "u8", VTPU_S32, HT_PLAIN },
+	{ "u16", VTPU_S32, HT_PLAIN }, { "u32", VTPU_S32, HT_UNSIGNED },
+	{ "u64", VTPU_S32, HT_UNSIGNED },
+};
+
 /* XLA's other element types: "unsupported", not "expected a shape". */
 static const char *const other_types[] = {
-	"f16", "f64", "s2", "s4", "s8", "s16", "u1", "u2", "u4", "u8", "u16",
-	"u32", "u64", "c64", "c128", "token", "tf32", "f4e2m1fn", "f8e3m4",
-	"f8e4m3", "f8e4m3b11fnuz", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2",
-	"f8e5m2fnuz", "f8e8m0fnu",
+	"s2", "s4", "u1", "u2", "u4", "c64", "c128", "token", "tf32",
+	"f4e2m1fn", "f8e3m4", "f8e4m3", "f8e4m3b11fnuz", "f8e4m3fn",
+	"f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static int lookup_type(struct parser *p, const struct tok *t,
-		       enum vtpu_type *type)
+		       enum vtpu_type *type, int *htype)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(type_names); i++) {
-		if (is_ident(t, type_names[i])) {
-			*type = (enum vtpu_type)i;
+	for (i = 0; i < ARRAY_SIZE(hlo_types); i++) {
+		if (is_ident(t, hlo_types[i].name)) {
+			*type = hlo_types[i].dev;
+			*htype = (int)i;
 			return 0;
 		}
 	}
@@ -832,7 +945,7 @@ static int parse_shape(struct parser *p, struct hshape *sh, int depth)
 	}
 	if (p->tok->kind != TK_IDENT)
 		return expected(p, "a shape");
-	if (lookup_type(p, p->tok, &sh->s.type))
+	if (lookup_type(p, p->tok, &sh->s.type, &sh->htype))
 		return p->ret;
 	advance(p);
 	if (parse_dims(p, &sh->s))
@@ -975,7 +1088,9 @@ static int parse_scalar(struct parser *p, enum vtpu_type type, void *dst)
 			return 0;
 		}
 		if (i < INT32_MIN || i > INT32_MAX)
-			return error_at(p, t->loc, "number out of range");
+			return error_at(p, t->loc,
+					"unsupported: %lld is outside the device's s32 range",
+					(long long)i);
 		i32 = (int32_t)i;
 		memcpy(dst, &i32, 4);
 		return 0;
@@ -1136,6 +1251,8 @@ static int parse_window(struct parser *p, struct dxd *win)
 		for (f = 0; f < WF_NR; f++)
 			if (is_ident(t, window_fields[f]))
 				break;
+		if (is_ident(t, "rhs_reversal"))	/* XLA's spelling */
+			f = WF_REVERSAL;
 		if (f == WF_NR)
 			return expected(p, "a window field or '}'");
 		advance(p);
@@ -1199,17 +1316,70 @@ static int parse_direction(struct parser *p, enum vtpu_cmp_dir *dir)
 	return expected(p, "a comparison direction");
 }
 
-/* to_apply = name (of a computation defined above) */
-static int parse_to_apply(struct parser *p, struct attrs *at)
+/* comp = name (of a computation defined above) */
+static int parse_comp(struct parser *p, struct comp **c)
 {
 	const struct tok *t = parse_name(p, "a computation name");
 
 	if (!t)
 		return p->ret;
-	at->to_apply = map_get(&p->comps, t->s, t->n);
-	if (!at->to_apply)
+	*c = map_get(&p->comps, t->s, t->n);
+	if (!*c)
 		return error_at(p, t->loc, "undefined computation '%.*s'",
 				(int)t->n, t->s);
+	return 0;
+}
+
+/* comps = "{" comp ("," comp)* "}" */
+static int parse_comps(struct parser *p, struct attrs *at)
+{
+	size_t cap = 0;
+
+	if (skip(p, "{"))
+		return p->ret;
+	while (!consume(p, "}")) {
+		if (at->nbranch && skip(p, ","))
+			return p->ret;
+		if ((size_t)at->nbranch == cap) {
+			at->branches = grow(p, at->branches, at->nbranch, &cap,
+					    sizeof(*at->branches));
+			if (!at->branches)
+				return p->ret;
+		}
+		if (parse_comp(p, &at->branches[at->nbranch++]))
+			return p->ret;
+	}
+	return 0;
+}
+
+/*
+ * replica_groups = "{" ("{" ints "}")* "}" | "[" ints "]" "<=" "[" ints "]"
+ * Whether they name one device at most: all zeros, or an iota list of 1.
+ */
+static int parse_groups(struct parser *p, struct attrs *at)
+{
+	const struct tok *start = p->tok, *t;
+	bool iota = is_punct(p->tok, "[");
+
+	if (skip_value(p))
+		return p->ret;
+	at->one_replica = true;
+	if (iota) {	/* [a,b]<=[n]: n devices */
+		int64_t n = 0;
+
+		if (!consume(p, "<") || skip(p, "=") || skip(p, "[") ||
+		    parse_int(p, &n))
+			return p->ret ? p->ret : expected(p, "'<=['");
+		while (!is_punct(p->tok, "]") && p->tok->kind != TK_EOF)
+			advance(p);
+		if (skip(p, "]"))
+			return p->ret;
+		at->one_replica = n <= 1;
+		return 0;
+	}
+	for (t = start; t < p->tok; t++)
+		if (t->kind == TK_NUM && !tok_is(t, TK_NUM, "0"))
+			at->one_replica = false;
 	return 0;
 }
 
@@ -1242,7 +1412,59 @@ static int parse_known_attr(struct parser *p, struct attrs *at, int id)
 	case AT_BGC:
 		return parse_int(p, &at->bgc);
 	case AT_TO_APPLY:
-		return parse_to_apply(p, at);
+		return parse_comp(p, &at->to_apply);
+	case AT_CALLS:
+		return parse_comp(p, &at->calls);
+	case AT_CONDITION:
+		return parse_comp(p, &at->cond);
+	case AT_BODY:
+		return parse_comp(p, &at->body);
+	case AT_TRUE_COMP:
+		return parse_comp(p, &at->tcomp);
+	case AT_FALSE_COMP:
+		return parse_comp(p, &at->fcomp);
+	case AT_BRANCHES:
+		return parse_comps(p, at);
+	case AT_IOTA_DIM:
+		return parse_int(p, &at->iota_dim);
+	case AT_DS_SIZES:
+		return parse_ilist(p, &at->ds_sizes);
+	case AT_OFFSET_DIMS:
+		return parse_ilist(p, &at->offset_dims);
+	case AT_COLLAPSED:
+		return parse_ilist(p, &at->collapsed);
+	case AT_START_MAP:
+		return parse_ilist(p, &at->start_map);
+	case AT_IVD:
+		return parse_int(p, &at->ivd);
+	case AT_SLICE_SIZES:
+		return parse_ilist(p, &at->slice_sizes);
+	case AT_OBATCH:
+		return parse_ilist(p, &at->obatch);
+	case AT_SBATCH:
+		return parse_ilist(p, &at->sbatch);
+	case AT_UPDATE_WIN:
+		return parse_ilist(p, &at->update_win);
+	case AT_INSERTED:
+		return parse_ilist(p, &at->inserted);
+	case AT_SCATTER_MAP:
+		return parse_ilist(p, &at->scatter_map);
+	case AT_TARGET:
+		if (p->tok->kind != TK_STR)
+			return expected(p, "a string");
+		at->target = p->tok;
+		advance(p);
+		return 0;
+	case AT_EPSILON:
+		return parse_float(p, &at->epsilon);
+	case AT_FEATURE:
+		return parse_int(p, &at->feature);
+	case AT_GROUPS:
+		return parse_groups(p, at);
+	case AT_EXP_BITS:
+		return parse_int(p, &at->exp_bits);
+	case AT_MANT_BITS:
+		return parse_int(p, &at->mant_bits);
 	case AT_SLICE:
 		return parse_slice(p, at);
 	case AT_PADDING:
@@ -1285,24 +1507,17 @@ static int parse_attr(struct parser *p, struct inst *in)
 
 /* ---- instructions -------------------------------------------------------- */
 
-static const struct hlo_op *lookup_op(struct parser *p, const struct comp *c,
-				      const struct tok *t)
+static const struct hlo_op *lookup_op(struct parser *p, const struct tok *t)
 {
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(hlo_ops); i++)
 		if (is_ident(t, hlo_ops[i].text))
 			return &hlo_ops[i];
-	for (i = 0; i < ARRAY_SIZE(unsupported_ops); i++) {
-		if (!is_ident(t, unsupported_ops[i]))
-			continue;
-		/* other computations may hold anything; only ENTRY is built */
-		if (!c->entry)
+	/* refused when built: a computation nothing calls may hold anything */
+	for (i = 0; i < ARRAY_SIZE(unsupported_ops); i++)
+		if (is_ident(t, unsupported_ops[i]))
 			return &op_unsupported;
-		error_at(p, t->loc, "unsupported opcode '%s'",
-			 unsupported_ops[i]);
-		return NULL;
-	}
 	if (t->kind == TK_IDENT)
 		error_at(p, t->loc, "unknown opcode '%.*s'", (int)t->n, t->s);
 	else
@@ -1310,26 +1525,46 @@ static const struct hlo_op *lookup_op(struct parser *p, const struct comp *c,
 	return NULL;
 }
 
-/* operand = shape? name   (older dumps write each operand's shape) */
+static int parse_call(struct parser *p, struct comp *c, struct inst *in);
+static int add_inst(struct parser *p, struct comp *c, struct inst *in);
+
+/*
+ * operand = shape? name            (older dumps write each operand's shape)
+ *         | shape opcode "(" args ")"   (an instruction written inline)
+ */
 static int parse_operand(struct parser *p, struct comp *c, struct inst *in,
 			 size_t *cap)
 {
 	const struct tok *t;
-	struct hshape ignored = { 0 };
+	struct hshape sh = { 0 };
+	bool has_shape = false;
 	struct inst *o;
 
 	if ((p->tok->kind == TK_IDENT && is_punct(peek2(p), "[")) ||
 	    is_punct(p->tok, "(")) {
-		if (parse_shape(p, &ignored, 0))
+		if (parse_shape(p, &sh, 0))
 			return p->ret;
+		has_shape = true;
 	}
-	t = parse_name(p, "an operand name");
-	if (!t)
-		return p->ret;
-	o = map_get(&c->names, t->s, t->n);
-	if (!o)
-		return error_at(p, t->loc, "undefined operand '%.*s'",
-				(int)t->n, t->s);
+	t = p->tok;
+	if (has_shape && t->kind == TK_IDENT && is_punct(peek2(p), "(")) {
+		/* a nameless instruction, defined just before its user */
+		o = alloc(p, sizeof(*o));
+		if (!o)
+			return p->ret;
+		o->name = t;
+		o->shape = sh;
+		if (parse_call(p, c, o) || add_inst(p, c, o))
+			return p->ret;
+	} else {
+		t = parse_name(p, "an operand name");
+		if (!t)
+			return p->ret;
+		o = map_get(&c->names, t->s, t->n);
+		if (!o)
+			return error_at(p, t->loc, "undefined operand '%.*s'",
+					(int)t->n, t->s);
+	}
 	if ((size_t)in->nops == *cap) {
 		size_t cap2 = *cap;
 
@@ -1380,6 +1615,8 @@ static int parse_args(struct parser *p, struct comp *c, struct inst *in)
 
 static int add_inst(struct parser *p, struct comp *c, struct inst *in)
 {
+	bool named = !in->op_tok || in->name != in->op_tok;
+
 	if (in->root) {
 		if (c->root)
 			return error_at(p, in->name->loc,
@@ -1394,7 +1631,26 @@ static int add_inst(struct parser *p, struct comp *c, struct inst *in)
 	else
 		c->first = in;
 	c->last = in;
-	return map_put(p, &c->names, in->name->s, in->name->n, in);
+	return named ? map_put(p, &c->names, in->name->s, in->name->n, in) : 0;
+}
+
+/* call = opcode "(" args ")" ("," attr)*   (after the shape) */
+static int parse_call(struct parser *p, struct comp *c, struct inst *in)
+{
+	in->op_tok = p->tok;
+	in->op = lookup_op(p, p->tok);
+	if (!in->op)
+		return p->ret;
+	advance(p);
+	if (skip(p, "(") || parse_args(p, c, in) || skip(p, ")"))
+		return p->ret;
+	/* inline, "," separates operands; attributes cannot follow */
+	if (in->name == in->op_tok)
+		return 0;
+	while (consume(p, ","))
+		if (parse_attr(p, in))
+			return p->ret;
+	return 0;
 }
 
 /* instruction = "ROOT"? name "=" shape opcode "(" args ")" ("," attr)* */
@@ -1414,18 +1670,9 @@ static int parse_instruction(struct parser *p, struct comp *c)
 	if (map_get(&c->names, in->name->s, in->name->n))
 		return error_at(p, in->name->loc, "duplicate name '%.*s'",
 				(int)in->name->n, in->name->s);
-	if (skip(p, "=") || parse_shape(p, &in->shape, 0))
+	if (skip(p, "=") || parse_shape(p, &in->shape, 0) ||
+	    parse_call(p, c, in))
 		return p->ret;
-	in->op_tok = p->tok;
-	in->op = lookup_op(p, c, p->tok);
-	if (!in->op)
-		return p->ret;
-	advance(p);
-	if (skip(p, "(") || parse_args(p, c, in) || skip(p, ")"))
-		return p->ret;
-	while (consume(p, ","))
-		if (parse_attr(p, in))
-			return p->ret;
 	return add_inst(p, c, in);
 }
 
@@ -1477,7 +1724,7 @@ static int parse_body(struct parser *p, struct comp *c)
 }
 
 /* computation = "ENTRY"? name signature? body ("," attr)* */
-static int parse_computation(struct parser *p)
+static int parse_computation(struct parser *p, struct comp **last)
 {
 	struct comp *c = alloc(p, sizeof(*c));
 	const struct tok *entry = p->tok;
@@ -1504,29 +1751,86 @@ static int parse_computation(struct parser *p)
 	while (consume(p, ","))
 		if (parse_attr(p, NULL))
 			return p->ret;
+	*last = c;
 	return map_put(p, &p->comps, c->name->s, c->name->n, c);
 }
 
-/* module = "HloModule" name ("," attr)* computation* EOF */
+/*
+ * frames = ("FileNames" | "FunctionNames" | "FileLocations" |
+ *           "StackFrames") (NUM (STR | "{" ... "}"))*
+ * The stack-frame tables newer dumps print after the header: skipped.
+ */
+static int skip_frames(struct parser *p)
+{
+	static const char *const tables[] = {
+		"FileNames", "FunctionNames", "FileLocations", "StackFrames",
+	};
+	size_t i;
+
+	for (;;) {
+		for (i = 0; i < ARRAY_SIZE(tables); i++)
+			if (is_ident(p->tok, tables[i]))
+				break;
+		if (i == ARRAY_SIZE(tables))
+			return 0;
+		advance(p);
+		while (p->tok->kind == TK_NUM) {
+			advance(p);
+			if (p->tok->kind == TK_STR)
+				advance(p);
+			else if (!is_punct(p->tok, "{") || skip_group(p))
+				return p->ret ? p->ret :
+				       expected(p, "a string or '{'");
+		}
+	}
+}
+
+/*
+ * module = ("HloModule" name ("," attr)* frames)? computation+ EOF
+ * Without ENTRY, the last computation is the entry (XLA's rule).
+ */
 static int parse_module(struct parser *p)
 {
-	if (!is_ident(p->tok, "HloModule"))
-		return expected(p, "'HloModule'");
-	advance(p);
-	if (!parse_name(p, "a module name"))
-		return p->ret;
-	while (consume(p, ","))
-		if (parse_attr(p, NULL))
+	struct comp *last = NULL;
+
+	if (is_ident(p->tok, "HloModule")) {
+		advance(p);
+		if (!parse_name(p, "a module name"))
 			return p->ret;
+		while (consume(p, ","))
+			if (parse_attr(p, NULL))
+				return p->ret;
+		if (skip_frames(p))
+			return p->ret;
+	} else if (!is_name(p->tok)) {
+		return expected(p, "'HloModule' or a computation");
+	}
 	while (p->tok->kind != TK_EOF)
-		if (parse_computation(p))
+		if (parse_computation(p, &last))
 			return p->ret;
-	if (!p->entry)
-		return error_at(p, p->tok->loc, "missing ENTRY computation");
+	if (!last)
+		return error_at(p, p->tok->loc, "no computation");
+	if (!p->entry) {
+		p->entry = last;
+		last->entry = true;
+	}
 	return 0;
 }
 
-/* ---- build: the ENTRY computation through the builder -------------------- */
+/* ---- build: computations through the builder ----------------------------- */
+
+/*
+ * The ENTRY computation is built with its parameters as the graph's (a
+ * tuple parameter becomes one graph parameter per leaf); every other
+ * computation is built where it is used, with its parameters bound to
+ * the caller's values: call and fusion inline it, reduce and
+ * reduce-window read its operation off it, a conditional builds each
+ * branch and selects, and a while loop is unrolled, its condition built
+ * and evaluated at compile time before every iteration.
+ */
+#define MAX_UNROLL	65536		/* iterations of one while loop */
+#define MAX_NODES	(1 << 21)	/* graph nodes unrolling may make */
+#define MAX_WINDOW_ELEMS 1024		/* reduce-window: window elements */
 
 static int builder_error(struct parser *p, const struct inst *in, int ret)
 {
@@ -1545,14 +1849,21 @@ static int need(struct parser *p, const struct inst *in, int id)
 			attr_names[id]);
 }
 
-/* The value id of operand @i (tuples are only outputs or get-tuple-element's). */
+static struct hval array_val(int id)
+{
+	struct hval v = { .n = -1, .id = id };
+
+	return v;
+}
+
+/* The value id of operand @i, which must be an array. */
 static int value_of(struct parser *p, const struct inst *in, int i, int *id)
 {
-	if (in->ops[i]->is_tuple)
+	if (in->ops[i]->v.n >= 0)
 		return error_at(p, in->op_name[i]->loc,
 				"unsupported: tuple '%.*s' as an operand",
 				(int)in->op_name[i]->n, in->op_name[i]->s);
-	*id = in->ops[i]->id;
+	*id = in->ops[i]->v.id;
 	return 0;
 }
 
@@ -1602,7 +1913,6 @@ static int check_count(struct parser *p, const struct inst *in, int at,
 static double const_value(const struct inst *c)
 {
 	int32_t i32;
-	int64_t i64;
 	uint32_t u;
 	float f;
 
@@ -1617,47 +1927,371 @@ static double const_value(const struct inst *c)
 	case VTPU_S32:
 		memcpy(&i32, c->data, 4);
 		return i32;
-	case VTPU_S64:
-		memcpy(&i64, c->data, 8);
-		return (double)i64;
 	default:
 		return *(uint8_t *)c->data;
 	}
 }
 
-/* Operand @i must be a scalar constant (pad values, reduce inits). */
+/* Operand @i must be a scalar known at compile time (pad values, inits). */
 static int scalar_const(struct parser *p, const struct inst *in, int i,
 			const char *what, double *v)
 {
-	const struct inst *c = in->ops[i];
+	const struct hval *h = &in->ops[i]->v;
 
-	if (c->op->kind != OK_CONST || c->shape.s.rank != 0)
+	if (h->n >= 0 || !h->known)
 		return error_at(p, in->op_name[i]->loc,
 				"unsupported: %s must be a scalar constant",
 				what);
-	*v = const_value(c);
+	*v = h->k;
 	return 0;
 }
 
+/* Whether operand @i's HLO type is u32 or u64 (held as s32 bits). */
+static bool is_unsigned(const struct inst *in, int i)
+{
+	const struct hshape *sh = &in->ops[i]->shape;
+
+	return !sh->tuple && hlo_types[sh->htype].kind == HT_UNSIGNED;
+}
+
+static int no_unsigned(struct parser *p, const struct inst *in)
+{
+	int i;
+
+	for (i = 0; i < in->nops; i++)
+		if (is_unsigned(in, i))
+			return error_at(p, in->op_tok->loc,
+					"unsupported: %s of %s values (the device's integers are signed)",
+					in->op->text,
+					hlo_types[in->ops[i]->shape.htype].name);
+	return 0;
+}
+
+/* ---- small builders ------------------------------------------------------ */
+
+/* A scalar @v of @type. */
+static int scalar_of(struct parser *p, double v, enum vtpu_type type)
+{
+	struct vtpu_shape s = { .type = type };
+	unsigned char d[8] = { 0 };
+	int32_t i;
+	uint16_t h;
+	float f = (float)v;
+
+	switch (type) {
+	case VTPU_F32:
+		memcpy(d, &f, 4);
+		break;
+	case VTPU_BF16:
+		h = vtpu_f32_to_bf16(f);
+		memcpy(d, &h, 2);
+		break;
+	case VTPU_PRED:
+		d[0] = v != 0;
+		break;
+	default:
+		i = (int32_t)v;
+		memcpy(d, &i, 4);
+		break;
+	}
+	return vtpu_g_constant(p->g, &s, d);
+}
+
+/* Scalar @v, or @like's shape filled with @v, in @like's type. */
+static int splat(struct parser *p, double v, int like)
+{
+	struct vtpu_shape s = shape_of(p, like);
+	int c = scalar_of(p, v, s.type);
+
+	if (c < 0 || !s.rank)
+		return c;
+	return vtpu_g_broadcast(p->g, c, s.rank, s.dims, NULL);
+}
+
+/* Scalar @x broadcast to @like's dims (unchanged when it has them). */
+static int bcast_like(struct parser *p, int x, int like)
+{
+	struct vtpu_shape s = shape_of(p, like), xs = shape_of(p, x);
+
+	if (x < 0 || like < 0)
+		return x < 0 ? x : like;
+	if (xs.rank || !s.rank)
+		return x;
+	return vtpu_g_broadcast(p->g, x, s.rank, s.dims, NULL);
+}
+
+/* A 1-D @v broadcast along dimension @d of @like's dims. */
+static int along(struct parser *p, int v, int d, int like)
+{
+	struct vtpu_shape s = shape_of(p, like);
+
+	return vtpu_g_broadcast(p->g, v, s.rank, s.dims, &d);
+}
+
+/* 0, 1, ..., n - 1 as s32 [n]. */
+static int iota_s32(struct parser *p, int64_t n)
+{
+	struct vtpu_shape s = { .type = VTPU_S32, .rank = 1, .dims = { n } };
+	int32_t *d = alloc_array(p, (size_t)n, sizeof(*d));
+	int64_t i;
+
+	if (!d)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		d[i] = (int32_t)i;
+	return vtpu_g_constant(p->g, &s, d);
+}
+
+static int bin(struct parser *p, enum vtpu_binary_op op, int a, int b)
+{
+	return vtpu_g_binary(p->g, op, a, b);
+}
+
+/* pred @a and @b, or @b, not @a (select on the device's pred). */
+static int p_and(struct parser *p, int a, int b)
+{
+	return vtpu_g_select(p->g, a, b, splat(p, 0, a));
+}
+
+static int p_or(struct parser *p, int a, int b)
+{
+	return vtpu_g_select(p->g, a, splat(p, 1, a), b);
+}
+
+static int p_not(struct parser *p, int a)
+{
+	return vtpu_g_select(p->g, a, splat(p, 0, a), splat(p, 1, a));
+}
+
+/* @x converted to @type when it is not of it. */
+static int to_type(struct parser *p, int x, enum vtpu_type type)
+{
+	if (x < 0 || shape_of(p, x).type == type)
+		return x;
+	return vtpu_g_convert(p->g, x, type);
+}
+
+/* @x reversed along dimension @d. */
+static int reverse_dim(struct parser *p, int x, int d)
+{
+	int64_t n = shape_of(p, x).dims[d], i;
+	struct vtpu_shape s = { .type = VTPU_S32, .rank = 1, .dims = { n } };
+	int32_t *idx = alloc_array(p, (size_t)n, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	if (n == 1)
+		return x;
+	for (i = 0; i < n; i++)
+		idx[i] = (int32_t)(n - 1 - i);
+	return vtpu_g_gather(p->g, x, vtpu_g_constant(p->g, &s, idx), d,
+			     false);
+}
+
 /*
- * A reduction computation: ROOT = add|maximum|minimum(p0, p1) of its two
- * scalar parameters, of the reduce's type.
+ * Pads @x by @lo and @hi (either may be negative: a slice) with @interior
+ * elements between neighbours, all @v. Interior padding is a reshape of
+ * dimension d to [n, 1], an edge pad to [n, 1 + i] and a reshape back,
+ * less the last i.
+ */
+static int pad_general(struct parser *p, int x, const int64_t *lo,
+		       const int64_t *hi, const int64_t *interior, double v)
+{
+	struct vtpu_shape s = shape_of(p, x);
+	int64_t l[R] = { 0 }, h[R] = { 0 }, st[R] = { 0 }, lim[R];
+	bool cut = false;
+	int d, k;
+
+	for (d = 0; d < s.rank && x >= 0; d++) {
+		int64_t t[R + 1], z[R + 1] = { 0 }, zi[R + 1] = { 0 };
+		int64_t n = s.dims[d], in = interior ? interior[d] : 0;
+
+		if (!in || n == 1)
+			continue;
+		for (k = 0; k < s.rank; k++)
+			t[k + (k > d)] = s.dims[k];
+		t[d + 1] = 1;
+		x = vtpu_g_reshape(p->g, x, s.rank + 1, t);
+		zi[d + 1] = in;
+		x = vtpu_g_pad(p->g, x, z, zi, v);
+		s.dims[d] = n * (1 + in);
+		x = vtpu_g_reshape(p->g, x, s.rank, s.dims);
+		for (k = 0; k < s.rank; k++)
+			lim[k] = s.dims[k];
+		lim[d] -= in;
+		x = vtpu_g_slice(p->g, x, st, lim, NULL);
+		s.dims[d] -= in;
+	}
+	for (d = 0; d < s.rank; d++) {
+		l[d] = lo[d] > 0 ? lo[d] : 0;
+		h[d] = hi[d] > 0 ? hi[d] : 0;
+		cut |= lo[d] < 0 || hi[d] < 0;
+	}
+	x = vtpu_g_pad(p->g, x, l, h, v);
+	if (!cut || x < 0)
+		return x;
+	for (d = 0; d < s.rank; d++) {
+		st[d] = lo[d] < 0 ? -lo[d] : 0;
+		lim[d] = l[d] + s.dims[d] + h[d] - (hi[d] < 0 ? -hi[d] : 0);
+		if (lim[d] <= st[d])
+			return ir_error(&p->g->ir, EINVAL,
+					"pad: negative padding removes every element");
+	}
+	return vtpu_g_slice(p->g, x, st, lim, NULL);
+}
+
+/* ---- compile-time scalars ------------------------------------------------ */
+
+/* @v as the device holds it in @type; false when an integer overflows. */
+static bool fit(double *v, enum vtpu_type type)
+{
+	switch (type) {
+	case VTPU_F32:
+		*v = (float)*v;
+		return true;
+	case VTPU_BF16:
+		*v = vtpu_bf16_to_f32(vtpu_f32_to_bf16((float)*v));
+		return true;
+	case VTPU_PRED:
+		*v = *v != 0;
+		return true;
+	default:
+		if (isnan(*v) || *v < INT32_MIN || *v > INT32_MAX)
+			return false;
+		*v = trunc(*v);
+		return true;
+	}
+}
+
+static bool compare_known(enum vtpu_cmp_dir dir, double a, double b)
+{
+	switch (dir) {
+	case VTPU_EQ: return a == b;
+	case VTPU_NE: return a != b;
+	case VTPU_LT: return a < b;
+	case VTPU_LE: return a <= b;
+	case VTPU_GT: return a > b;
+	default: return a >= b;
+	}
+}
+
+/*
+ * The value of scalar instruction @in when its operands are known: the
+ * arithmetic that loop counters, bounds and slice starts go through.
+ */
+static void fold_known(struct inst *in)
+{
+	struct hval *v = &in->v;
+	double a[3] = { 0 }, r;
+	bool is_int;
+	int i;
+
+	if (v->n >= 0 || in->shape.tuple || in->shape.s.rank)
+		return;
+	if (in->op->kind == OK_CONST) {
+		v->known = true;
+		v->k = const_value(in);
+		return;
+	}
+	if (in->nops > 3)
+		return;
+	for (i = 0; i < in->nops; i++) {
+		const struct hval *o = &in->ops[i]->v;
+
+		if (o->n >= 0 || !o->known || is_unsigned(in, i))
+			return;
+		a[i] = o->k;
+	}
+	is_int = in->nops && in->ops[0]->shape.s.type == VTPU_S32;
+	switch (in->op->kind) {
+	case OK_CONVERT:
+	case OK_COPY:
+	case OK_RESHAPE:
+	case OK_IDENTITY:
+	case OK_BITCAST:
+		r = a[0];
+		break;
+	case OK_UNARY:
+		if (in->op->arg == VTPU_NEG)
+			r = -a[0];
+		else if (in->op->arg == VTPU_ABS)
+			r = fabs(a[0]);
+		else
+			return;
+		break;
+	case OK_BINARY:
+		switch (in->op->arg) {
+		case VTPU_ADD: r = a[0] + a[1]; break;
+		case VTPU_SUB: r = a[0] - a[1]; break;
+		case VTPU_MUL: r = a[0] * a[1]; break;
+		case VTPU_MAX: r = fmax(a[0], a[1]); break;
+		case VTPU_MIN: r = fmin(a[0], a[1]); break;
+		case VTPU_DIV:
+			if (is_int && !a[1])
+				return;
+			r = is_int ? trunc(a[0] / a[1]) : a[0] / a[1];
+			break;
+		default:
+			return;
+		}
+		break;
+	case OK_MATH:
+		if (in->op->arg != M_REM || !is_int || !a[1])
+			return;
+		r = fmod(a[0], a[1]);
+		break;
+	case OK_COMPARE:
+		if (!in->at)
+			return;
+		r = compare_known(in->at->dir, a[0], a[1]);
+		break;
+	case OK_SELECT:
+		r = a[0] ? a[1] : a[2];
+		break;
+	case OK_CLAMP:
+		r = fmin(fmax(a[1], a[0]), a[2]);
+		break;
+	case OK_LOGIC:
+		if (in->shape.s.type != VTPU_PRED)
+			return;
+		r = in->op->arg == L_NOT ? !a[0] :
+		    in->op->arg == L_AND ? (a[0] && a[1]) :
+		    in->op->arg == L_OR ? (a[0] || a[1]) : (!a[0] != !a[1]);
+		break;
+	default:
+		return;
+	}
+	if (!fit(&r, in->shape.s.type))
+		return;
+	v->known = true;
+	v->k = r;
+}
+
+/* ---- reductions ---------------------------------------------------------- */
+
+/*
+ * A reduction computation: ROOT = add|maximum|minimum|and|or(p0, p1) of
+ * its two scalar parameters, of the reduce's type (and = min and or =
+ * max on pred).
  */
 static int reduce_op(struct parser *p, const struct inst *in,
-		     enum vtpu_type type, enum vtpu_reduce_op *op)
+		     const struct comp *c, enum vtpu_type type,
+		     enum vtpu_reduce_op *op)
 {
-	const struct comp *c = in->at->to_apply;
 	const struct inst *r = c->root;
 	const struct tok *t = in->at->val[AT_TO_APPLY];
+	bool bin_ok = r->op->kind == OK_BINARY &&
+		      (r->op->arg == VTPU_ADD || r->op->arg == VTPU_MAX ||
+		       r->op->arg == VTPU_MIN);
+	bool logic_ok = r->op->kind == OK_LOGIC &&
+			(r->op->arg == L_AND || r->op->arg == L_OR);
 
-	if (c->nparams != 2 || r->op->kind != OK_BINARY ||
+	if (c->nparams != 2 || r->nops != 2 || (!bin_ok && !logic_ok) ||
 	    r->ops[0]->op->kind != OK_PARAM || r->ops[1]->op->kind != OK_PARAM ||
 	    !((r->ops[0]->param == 0 && r->ops[1]->param == 1) ||
-	      (r->ops[0]->param == 1 && r->ops[1]->param == 0)) ||
-	    (r->op->arg != VTPU_ADD && r->op->arg != VTPU_MAX &&
-	     r->op->arg != VTPU_MIN))
+	      (r->ops[0]->param == 1 && r->ops[1]->param == 0)))
 		return error_at(p, t->loc,
-				"unsupported: to_apply '%.*s' is not add, maximum or minimum of its parameters",
+				"unsupported: to_apply '%.*s' is not add, maximum, minimum, and or or of its parameters",
 				(int)c->name->n, c->name->s);
 	if (r->shape.tuple || r->shape.s.rank || r->shape.s.type != type ||
 	    r->ops[0]->shape.tuple || r->ops[0]->shape.s.rank ||
@@ -1665,75 +2299,334 @@ static int reduce_op(struct parser *p, const struct inst *in,
 		return error_at(p, t->loc,
 				"to_apply '%.*s' must combine two scalars of the reduce's type",
 				(int)c->name->n, c->name->s);
-	*op = r->op->arg == VTPU_ADD ? VTPU_REDUCE_SUM_OP :
-	      r->op->arg == VTPU_MAX ? VTPU_REDUCE_MAX_OP : VTPU_REDUCE_MIN_OP;
+	if (logic_ok)
+		*op = r->op->arg == L_AND ? VTPU_REDUCE_MIN_OP :
+		      VTPU_REDUCE_MAX_OP;
+	else
+		*op = r->op->arg == VTPU_ADD ? VTPU_REDUCE_SUM_OP :
+		      r->op->arg == VTPU_MAX ? VTPU_REDUCE_MAX_OP :
+		      VTPU_REDUCE_MIN_OP;
 	return 0;
 }
 
 /* The identity of each reduction in @type: 0, the lowest, the highest. */
 static double reduce_identity(enum vtpu_reduce_op op, enum vtpu_type type)
 {
-	bool is_int = type == VTPU_S32 || type == VTPU_S64;
-	double lo = type == VTPU_S32 ? INT32_MIN : (double)INT64_MIN;
-	double hi = type == VTPU_S32 ? INT32_MAX : (double)INT64_MAX;
-
 	if (type == VTPU_PRED)
 		return op == VTPU_REDUCE_MIN_OP;
 	if (op == VTPU_REDUCE_SUM_OP)
 		return 0;
 	if (op == VTPU_REDUCE_MAX_OP)
-		return is_int ? lo : -INFINITY;
-	return is_int ? hi : INFINITY;
+		return type == VTPU_S32 ? INT32_MIN : -INFINITY;
+	return type == VTPU_S32 ? INT32_MAX : INFINITY;
+}
+
+static enum vtpu_binary_op combine_op(enum vtpu_reduce_op op)
+{
+	return op == VTPU_REDUCE_SUM_OP ? VTPU_ADD :
+	       op == VTPU_REDUCE_MAX_OP ? VTPU_MAX : VTPU_MIN;
+}
+
+/*
+ * reduce(@x) by @op over @naxes @axes, then with @init unless it is -1.
+ * The device reduces floats: integers go through f32 (exact below 2^24),
+ * pred as 0 and 1 (and, or: min, max).
+ */
+static int reduce_with(struct parser *p, int x, enum vtpu_reduce_op op,
+		       int naxes, const int *axes, int init)
+{
+	enum vtpu_type t = shape_of(p, x).type;
+	bool conv = t == VTPU_S32 || t == VTPU_PRED;
+	int y;
+
+	x = to_type(p, x, conv ? VTPU_F32 : t);
+	y = naxes ? vtpu_g_reduce(p->g, op, x, naxes, axes) : x;
+	if (init >= 0 && y >= 0)
+		y = bin(p, combine_op(op), y,
+			bcast_like(p, to_type(p, init, shape_of(p, y).type), y));
+	if (t == VTPU_PRED && y >= 0)
+		return vtpu_g_compare(p->g, VTPU_NE, y, splat(p, 0, y));
+	return to_type(p, y, t);
+}
+
+/*
+ * Variadic reduce(values, indices, init, init) whose computation keeps
+ * the larger (or smaller) value and the first index among equals: JAX's
+ * argmax and argmin. The computation's first compare of the two values
+ * says which: GT/GE keeps the larger.
+ */
+static int build_argreduce(struct parser *p, struct inst *in)
+{
+	const struct comp *c = in->at->to_apply;
+	const struct inst *q;
+	enum vtpu_reduce_op op = VTPU_REDUCE_MAX_OP;
+	bool found = false;
+	int v[4], m, eq, cand, idx;
+	struct hval *e;
+
+	if (values_of(p, in, v))
+		return p->ret;
+	for (q = c->first; q; q = q->next) {
+		if (q->op->kind != OK_COMPARE || !q->at || q->nops != 2 ||
+		    q->ops[0]->op->kind != OK_PARAM ||
+		    q->ops[1]->op->kind != OK_PARAM)
+			continue;
+		if (q->ops[0]->param == 0 && q->ops[1]->param == 2 &&
+		    q->at->dir != VTPU_EQ && q->at->dir != VTPU_NE) {
+			op = q->at->dir == VTPU_GT || q->at->dir == VTPU_GE ?
+			     VTPU_REDUCE_MAX_OP : VTPU_REDUCE_MIN_OP;
+			found = true;
+			break;
+		}
+	}
+	if (!found || c->nparams != 4 || !c->root->shape.tuple ||
+	    shape_of(p, v[1]).type != VTPU_S32)
+		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
+				"unsupported: variadic reduce other than argmax or argmin");
+	m = reduce_with(p, v[0], op, in->at->dims.n, in->at->dims.v, v[2]);
+	eq = m;
+	if (m >= 0) {	/* m's dims are v's others */
+		int keep[R], nk = 0, d, a;
+
+		for (d = 0; d < rank_of(p, v[0]); d++) {
+			for (a = 0; a < in->at->dims.n; a++)
+				if (in->at->dims.v[a] == d)
+					break;
+			if (a == in->at->dims.n)
+				keep[nk++] = d;
+		}
+		eq = vtpu_g_broadcast(p->g, m, rank_of(p, v[0]),
+				      shape_of(p, v[0]).dims, keep);
+	}
+	eq = vtpu_g_compare(p->g, VTPU_EQ, v[0], eq);
+	cand = vtpu_g_select(p->g, eq, v[1], splat(p, 1 << 24, v[1]));
+	idx = reduce_with(p, cand, VTPU_REDUCE_MIN_OP, in->at->dims.n,
+			  in->at->dims.v, -1);
+	if (m < 0 || idx < 0)
+		return builder_error(p, in, m < 0 ? m : idx);
+	e = alloc_array(p, 2, sizeof(*e));
+	if (!e)
+		return p->ret;
+	e[0] = array_val(m);
+	e[1] = array_val(idx);
+	in->v.n = 2;
+	in->v.e = e;
+	return 0;
 }
 
 /* reduce(x, init), dimensions={...}, to_apply=c */
 static int build_reduce(struct parser *p, struct inst *in)
 {
-	static const char *const names[] = { "sum", "max", "min" };
 	enum vtpu_reduce_op op = VTPU_REDUCE_SUM_OP;
 	double init = 0;
-	int x = 0;
+	int x = 0, y, iv = -1;
 
+	if (need(p, in, AT_DIMENSIONS) || need(p, in, AT_TO_APPLY))
+		return p->ret;
+	if (in->nops == 4)
+		return build_argreduce(p, in);
 	if (in->nops != 2)
 		return error_at(p, in->op_tok->loc, in->nops % 2 ?
 				"reduce takes 2 operands, found %d" :
 				"unsupported: variadic reduce (%d operands)",
 				in->nops);
-	if (need(p, in, AT_DIMENSIONS) || need(p, in, AT_TO_APPLY) ||
-	    value_of(p, in, 0, &x) ||
-	    reduce_op(p, in, shape_of(p, x).type, &op) ||
-	    scalar_const(p, in, 1, "the reduce's init", &init))
+	if (value_of(p, in, 0, &x) || value_of(p, in, 1, &iv) ||
+	    reduce_op(p, in, in->at->to_apply, shape_of(p, x).type, &op))
 		return p->ret;
-	if (init != reduce_identity(op, shape_of(p, x).type))
-		return error_at(p, in->op_name[1]->loc,
-				"unsupported: %s reduce with init %g (not its identity)",
-				names[op], init);
-	return vtpu_g_reduce(p->g, op, x, in->at->dims.n, in->at->dims.v);
+	/* an init that is the identity changes nothing */
+	if (in->ops[1]->v.known) {
+		init = in->ops[1]->v.k;
+		if (init == reduce_identity(op, shape_of(p, x).type) ||
+		    (op == VTPU_REDUCE_SUM_OP && init == 0))
+			iv = -1;
+	}
+	y = reduce_with(p, x, op, in->at->dims.n, in->at->dims.v, iv);
+	if (y < 0)
+		return builder_error(p, in, y);
+	in->v = array_val(y);
+	return 0;
 }
 
-/* Only bf01_oi01->bf01 (NCHW, OIHW), stride, pad, rhs_dilate, groups. */
+/*
+ * reduce-window(x, init), window={size stride pad rhs_dilate}: pad with
+ * the init (every window starts from it), then one strided slice per
+ * window element, combined.
+ */
+static int build_reduce_window(struct parser *p, struct inst *in)
+{
+	const struct dxd *w = in->at ? in->at->win : NULL;
+	int64_t lo[R], hi[R], out[R], k[R] = { 0 }, st[R], lim[R], str[R];
+	enum vtpu_reduce_op op = VTPU_REDUCE_SUM_OP;
+	struct vtpu_shape s;
+	int64_t elems = 1;
+	double init = 0;
+	int x = 0, acc = -1, d, rank;
+
+	if (in->nops != 2)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: reduce-window of %d operands",
+				in->nops);
+	if (need(p, in, AT_WINDOW) || need(p, in, AT_TO_APPLY) ||
+	    value_of(p, in, 0, &x) ||
+	    scalar_const(p, in, 1, "the reduce-window's init", &init) ||
+	    reduce_op(p, in, in->at->to_apply, shape_of(p, x).type, &op))
+		return p->ret;
+	s = shape_of(p, x);
+	rank = s.rank;
+	if (w[WF_SIZE].n != rank)
+		return error_at(p, in->at->val[AT_WINDOW]->loc,
+				"window has %d dimensions for an operand of rank %d",
+				w[WF_SIZE].n, rank);
+	for (d = 0; d < rank; d++) {
+		int64_t size = w[WF_SIZE].v[d][0];
+		int64_t dil = w[WF_RHS_DILATE].n ? w[WF_RHS_DILATE].v[d][0] : 1;
+		int64_t span;
+
+		str[d] = w[WF_STRIDE].n ? w[WF_STRIDE].v[d][0] : 1;
+		lo[d] = w[WF_PAD].n ? w[WF_PAD].v[d][0] : 0;
+		hi[d] = w[WF_PAD].n ? w[WF_PAD].v[d][1] : 0;
+		if ((w[WF_LHS_DILATE].n && w[WF_LHS_DILATE].v[d][0] != 1) ||
+		    size < 1 || str[d] < 1 || dil < 1)
+			return error_at(p, in->at->val[AT_WINDOW]->loc,
+					"unsupported: reduce-window with base dilation");
+		span = (size - 1) * dil + 1;
+		out[d] = (s.dims[d] + lo[d] + hi[d] - span) / str[d] + 1;
+		if (s.dims[d] + lo[d] + hi[d] < span)
+			return error_at(p, in->at->val[AT_WINDOW]->loc,
+					"the window is larger than the padded operand");
+		elems *= size;
+		if (elems > MAX_WINDOW_ELEMS)
+			return error_at(p, in->at->val[AT_WINDOW]->loc,
+					"unsupported: a window of more than %d elements",
+					MAX_WINDOW_ELEMS);
+	}
+	x = pad_general(p, x, lo, hi, NULL, init);
+	for (;;) {
+		int sl;
+
+		for (d = 0; d < rank; d++) {
+			int64_t dil = w[WF_RHS_DILATE].n ?
+				      w[WF_RHS_DILATE].v[d][0] : 1;
+
+			st[d] = k[d] * dil;
+			lim[d] = st[d] + (out[d] - 1) * str[d] + 1;
+		}
+		sl = vtpu_g_slice(p->g, x, st, lim, str);
+		acc = acc < 0 ? sl : bin(p, combine_op(op), acc, sl);
+		if (acc < 0)
+			return builder_error(p, in, acc);
+		for (d = rank - 1; d >= 0; d--) {
+			if (++k[d] < w[WF_SIZE].v[d][0])
+				break;
+			k[d] = 0;
+		}
+		if (d < 0)
+			break;
+	}
+	/* a window wholly in the padding holds the init alone: as XLA */
+	in->v = array_val(acc);
+	return 0;
+}
+
+/* ---- convolution --------------------------------------------------------- */
+
+/*
+ * dim_labels = lhs "_" rhs "->" out: lhs and out of 'b', 'f' and the
+ * spatial digits, rhs of 'o', 'i' and the digits. The permutations that
+ * make lhs NCHW, rhs OIHW, and NCHW the output.
+ */
+static bool parse_labels(const struct tok *t, int rank, int *lp, int *rp,
+			 int *op)
+{
+	const char *s = t->s, *e = t->s + t->n;
+	const char *const parts[3][2] = { { "b", "f" }, { "o", "i" },
+					  { "b", "f" } };
+	int *perm[3] = { lp, rp, op }, k, n, i;
+
+	for (k = 0; k < 3; k++) {
+		n = 0;
+		for (i = 0; i < rank; i++)
+			perm[k][i] = -1;
+		while (s < e && *s != '_' && *s != '-') {
+			int slot;
+
+			if (*s == parts[k][0][0])
+				slot = 0;
+			else if (*s == parts[k][1][0])
+				slot = 1;
+			else if (*s >= '0' && *s - '0' < rank - 2)
+				slot = 2 + (*s - '0');
+			else
+				return false;
+			if (n == rank || perm[k][slot] >= 0)
+				return false;
+			perm[k][slot] = n++;
+			s++;
+		}
+		if (n != rank)
+			return false;
+		if (k == 0 && (s == e || *s++ != '_'))
+			return false;
+		if (k == 1 && (e - s < 2 || s[0] != '-' || s[1] != '>'))
+			return false;
+		if (k == 1)
+			s += 2;
+	}
+	return s == e;
+}
+
+/* vtpu_g_transpose(), unless @perm is the identity. */
+static int permute(struct parser *p, int x, const int *perm)
+{
+	int i, rank = x < 0 ? 0 : rank_of(p, x);
+
+	for (i = 0; i < rank; i++)
+		if (perm[i] != i)
+			return vtpu_g_transpose(p->g, x, perm);
+	return x;
+}
+
+/* The inverse of permutation @perm of @n. */
+static void invert(const int *perm, int n, int *inv)
+{
+	for (int i = 0; i < n; i++)
+		inv[perm[i]] = i;
+}
+
+/*
+ * convolution(lhs, rhs), window=..., dim_labels=...: any labels of 1 or
+ * 2 spatial dimensions, by transposes to NCHW and OIHW and back (one
+ * spatial dimension gets a second of size 1); base dilation (lhs_dilate,
+ * transposed convolutions) as interior padding of the input; window
+ * reversal as a reversed kernel.
+ */
 static int build_conv(struct parser *p, struct inst *in)
 {
 	struct vtpu_conv_params cp = { 0 };
 	const struct attrs *at = in->at;
 	const struct dxd *w = at ? at->win : NULL;
-	struct vtpu_shape k;
-	int x = 0, y = 0, i, f;
+	int lp[R], rp[R], op[R], inv[R], x = 0, y = 0, i, f, rank, ns, res;
+	int64_t ilo[R] = { 0 }, ihi[R] = { 0 }, interior[R] = { 0 };
+	enum vtpu_type rt = in->shape.s.type;
+	bool dilate = false;
 
 	if (need(p, in, AT_DIM_LABELS) || need(p, in, AT_WINDOW) ||
+	    array_shape(p, in) ||
 	    value_of(p, in, 0, &x) || value_of(p, in, 1, &y))
 		return p->ret;
-	k = shape_of(p, y);
-	if (!is_ident(at->labels, "bf01_oi01->bf01"))
+	rank = rank_of(p, x);
+	ns = rank - 2;
+	if (ns < 1 || ns > 2 || rank_of(p, y) != rank ||
+	    !parse_labels(at->labels, rank, lp, rp, op))
 		return error_at(p, at->labels->loc,
-				"unsupported dim_labels '%.*s' (only bf01_oi01->bf01)",
+				"unsupported dim_labels '%.*s' (1 or 2 spatial dimensions)",
 				(int)at->labels->n, at->labels->s);
 	for (f = 0; f < WF_NR; f++)
-		if (w[f].n && w[f].n != 2)
+		if (w[f].n && w[f].n != ns)
 			return error_at(p, at->val[AT_WINDOW]->loc,
-					"window %s must have 2 dimensions",
-					window_fields[f]);
-	if (w[WF_SIZE].n != 2)
+					"window %s must have %d dimensions",
+					window_fields[f], ns);
+	if (w[WF_SIZE].n != ns)
 		return error_at(p, at->val[AT_WINDOW]->loc,
 				"window needs size=");
 	if (at->bgc != 1)
@@ -1742,27 +2635,59 @@ static int build_conv(struct parser *p, struct inst *in)
 	if (at->fgc < 1 || at->fgc > INT32_MAX)
 		return error_at(p, at->val[AT_FGC]->loc,
 				"bad feature_group_count");
-	for (i = 0; i < 2; i++) {
-		if ((w[WF_LHS_DILATE].n && w[WF_LHS_DILATE].v[i][0] != 1) ||
-		    (w[WF_REVERSAL].n && w[WF_REVERSAL].v[i][0]))
-			return error_at(p, at->val[AT_WINDOW]->loc,
-					"unsupported: lhs_dilate or window_reversal");
-		if (k.rank == 4 && w[WF_SIZE].v[i][0] != k.dims[2 + i])
+	/* NCHW and OIHW; mixed precision computes in the result's type */
+	x = permute(p, to_type(p, x, rt == VTPU_F32 ? rt :
+				shape_of(p, x).type), lp);
+	y = permute(p, to_type(p, y, rt == VTPU_F32 ? rt :
+				shape_of(p, y).type), rp);
+	for (i = 0; i < ns; i++) {
+		if (w[WF_REVERSAL].n && w[WF_REVERSAL].v[i][0])
+			y = reverse_dim(p, y, 2 + i);
+		if (w[WF_LHS_DILATE].n && w[WF_LHS_DILATE].v[i][0] != 1) {
+			if (w[WF_LHS_DILATE].v[i][0] < 1)
+				return error_at(p, at->val[AT_WINDOW]->loc,
+						"bad lhs_dilate");
+			interior[2 + i] = w[WF_LHS_DILATE].v[i][0] - 1;
+			dilate = true;
+		}
+		if (w[WF_SIZE].v[i][0] != shape_of(p, y).dims[2 + i])
 			return error_at(p, at->val[AT_WINDOW]->loc,
 					"window size does not match the kernel");
 		cp.stride[i] = w[WF_STRIDE].n ? (int)w[WF_STRIDE].v[i][0] : 1;
 		cp.dilation[i] = w[WF_RHS_DILATE].n ?
 				 (int)w[WF_RHS_DILATE].v[i][0] : 1;
-		cp.pad_lo[i] = (int)w[WF_PAD].v[i][0];
-		cp.pad_hi[i] = (int)w[WF_PAD].v[i][1];
-		if (w[WF_PAD].v[i][0] < 0 || w[WF_PAD].v[i][1] < 0)
-			return error_at(p, at->val[AT_WINDOW]->loc,
-					"unsupported: negative padding");
+		/* negative padding crops the input */
+		ilo[2 + i] = w[WF_PAD].v[i][0] < 0 ? w[WF_PAD].v[i][0] : 0;
+		ihi[2 + i] = w[WF_PAD].v[i][1] < 0 ? w[WF_PAD].v[i][1] : 0;
+		cp.pad_lo[i] = (int)(w[WF_PAD].v[i][0] > 0 ? w[WF_PAD].v[i][0] : 0);
+		cp.pad_hi[i] = (int)(w[WF_PAD].v[i][1] > 0 ? w[WF_PAD].v[i][1] : 0);
+		if (ilo[2 + i] || ihi[2 + i])
+			dilate = true;
+	}
+	if (dilate)
+		x = pad_general(p, x, ilo, ihi, interior, 0);
+	if (ns == 1) {	/* [N, C, W] as [N, C, W, 1] */
+		struct vtpu_shape a = shape_of(p, x), b = shape_of(p, y);
+
+		a.dims[3] = b.dims[3] = 1;
+		x = vtpu_g_reshape(p->g, x, 4, a.dims);
+		y = vtpu_g_reshape(p->g, y, 4, b.dims);
+		cp.stride[1] = cp.dilation[1] = 1;
 	}
 	cp.groups = (int)at->fgc;
-	return vtpu_g_conv2d(p->g, x, y, &cp);
+	res = vtpu_g_conv2d(p->g, x, y, &cp);
+	if (ns == 1 && res >= 0) {
+		struct vtpu_shape a = shape_of(p, res);
+
+		res = vtpu_g_reshape(p->g, res, 3, a.dims);
+	}
+	invert(op, rank, inv);
+	res = permute(p, res, inv);
+	return to_type(p, res, rt);
 }
 
+/* dot(a, b) with XLA's dimension numbers; a result type other than the
+ * operands' (bf16 x bf16 -> f32) computes in it when it is f32. */
 static int build_dot(struct parser *p, struct inst *in)
 {
 	static const struct ilist none;
@@ -1772,9 +2697,11 @@ static int build_dot(struct parser *p, struct inst *in)
 	const struct ilist *rb = at ? &at->rhs_batch : &none;
 	const struct ilist *lc = at ? &at->lhs_contract : &none;
 	const struct ilist *rc = at ? &at->rhs_contract : &none;
+	enum vtpu_type rt = in->shape.s.type;
 	int a = 0, b = 0;
 
-	if (value_of(p, in, 0, &a) || value_of(p, in, 1, &b))
+	if (array_shape(p, in) || value_of(p, in, 0, &a) ||
+	    value_of(p, in, 1, &b))
 		return p->ret;
 	if (lb->n != rb->n || lc->n != rc->n)
 		return error_at(p, in->op_tok->loc,
@@ -1785,8 +2712,16 @@ static int build_dot(struct parser *p, struct inst *in)
 	memcpy(d.rhs_batch, rb->v, sizeof(d.rhs_batch));
 	memcpy(d.lhs_contract, lc->v, sizeof(d.lhs_contract));
 	memcpy(d.rhs_contract, rc->v, sizeof(d.rhs_contract));
-	return vtpu_g_dot(p->g, a, b, &d);
+	if (rt == VTPU_F32) {
+		a = to_type(p, a, rt);
+		b = to_type(p, b, rt);
+	} else if (shape_of(p, a).type != shape_of(p, b).type) {
+		b = to_type(p, b, shape_of(p, a).type);
+	}
+	return to_type(p, vtpu_g_dot(p->g, a, b, &d), rt);
 }
+
+/* ---- slices and indexing ------------------------------------------------- */
 
 static int build_slice(struct parser *p, struct inst *in)
 {
@@ -1799,12 +2734,12 @@ static int build_slice(struct parser *p, struct inst *in)
 			    in->at->stride);
 }
 
-/* pad(x, v), padding=lo_hi(_interior)?x... */
+/* pad(x, v), padding=lo_hi(_interior)?x... (negative: a crop) */
 static int build_pad(struct parser *p, struct inst *in)
 {
-	int64_t lo[R], hi[R];
+	int64_t lo[R], hi[R], interior[R];
 	const struct dxd *d;
-	double v;
+	double v = 0;
 	int a = 0, i;
 
 	if (need(p, in, AT_PADDING) || value_of(p, in, 0, &a) ||
@@ -1814,17 +2749,583 @@ static int build_pad(struct parser *p, struct inst *in)
 	if (check_count(p, in, AT_PADDING, d->n, rank_of(p, a)))
 		return p->ret;
 	for (i = 0; i < d->n; i++) {
-		if (d->v[i][2])
+		if (d->v[i][2] < 0)
 			return error_at(p, in->at->val[AT_PADDING]->loc,
-					"unsupported: interior padding");
-		if (d->v[i][0] < 0 || d->v[i][1] < 0)
-			return error_at(p, in->at->val[AT_PADDING]->loc,
-					"unsupported: negative padding");
+					"negative interior padding");
 		lo[i] = d->v[i][0];
 		hi[i] = d->v[i][1];
+		interior[i] = d->v[i][2];
 	}
-	return vtpu_g_pad(p->g, a, lo, hi, v);
+	return pad_general(p, a, lo, hi, interior, v);
 }
+
+/* Start index operand @i, clamped to [0, @hi], as an s32 scalar. */
+static int start_index(struct parser *p, const struct inst *in, int i,
+		       int64_t hi, bool *known, int64_t *k)
+{
+	const struct hval *h = &in->ops[i]->v;
+	int x;
+
+	if (h->n >= 0 || rank_of(p, h->id))
+		return error_at(p, in->op_name[i]->loc,
+				"a start index must be a scalar");
+	if (h->known) {
+		*known = true;
+		*k = h->k < 0 ? 0 : h->k > (double)hi ? hi : (int64_t)h->k;
+		return scalar_of(p, (double)*k, VTPU_S32);
+	}
+	*known = false;
+	x = to_type(p, h->id, VTPU_S32);
+	x = bin(p, VTPU_MAX, x, scalar_of(p, 0, VTPU_S32));
+	return bin(p, VTPU_MIN, x, scalar_of(p, (double)hi, VTPU_S32));
+}
+
+/*
+ * dynamic-slice(x, s0, s1, ...), dynamic_slice_sizes={...}: a static
+ * slice where the starts are known, else a gather of the rows
+ * clamp(start) + iota along each dimension that moves.
+ */
+static int build_dslice(struct parser *p, struct inst *in)
+{
+	int64_t st[R], lim[R];
+	int x = 0, d, rank, starts[R];
+	bool known[R];
+	struct vtpu_shape s;
+
+	if (need(p, in, AT_DS_SIZES) || value_of(p, in, 0, &x))
+		return p->ret;
+	s = shape_of(p, x);
+	rank = s.rank;
+	if (in->nops != rank + 1)
+		return error_at(p, in->op_tok->loc,
+				"dynamic-slice takes the operand and %d start indices, found %d operands",
+				rank, in->nops);
+	if (check_count(p, in, AT_DS_SIZES, in->at->ds_sizes.n, rank))
+		return p->ret;
+	for (d = 0; d < rank; d++) {
+		int64_t size = in->at->ds_sizes.v[d];
+
+		if (size < 1 || size > s.dims[d])
+			return error_at(p, in->at->val[AT_DS_SIZES]->loc,
+					"slice size %lld outside dimension %d of %lld",
+					(long long)size, d, (long long)s.dims[d]);
+		starts[d] = start_index(p, in, 1 + d, s.dims[d] - size,
+					&known[d], &st[d]);
+		if (p->ret)
+			return p->ret;
+		if (!known[d])
+			st[d] = 0;
+		lim[d] = known[d] ? st[d] + size : s.dims[d];
+	}
+	x = vtpu_g_slice(p->g, x, st, lim, NULL);
+	for (d = 0; d < rank && x >= 0; d++) {
+		int64_t size = in->at->ds_sizes.v[d];
+		int idx;
+
+		if (known[d])
+			continue;
+		idx = vtpu_g_broadcast(p->g, starts[d], 1, &size, NULL);
+		idx = bin(p, VTPU_ADD, idx, iota_s32(p, size));
+		x = vtpu_g_gather(p->g, x, idx, d, false);
+	}
+	return x;
+}
+
+/*
+ * dynamic-update-slice(x, u, s0, s1, ...): u where its window lies, x
+ * elsewhere. Along each dimension, position i of the result reads row
+ * i - start of u (clamped), and is inside the window when 0 <= i - start
+ * < size; a gather spreads u to x's shape, and a select on the window
+ * mask merges.
+ */
+static int build_dus(struct parser *p, struct inst *in)
+{
+	struct vtpu_shape s, us;
+	int x = 0, u = 0, d, rank, mask = -1;
+
+	if (value_of(p, in, 0, &x) || value_of(p, in, 1, &u))
+		return p->ret;
+	s = shape_of(p, x);
+	us = shape_of(p, u);
+	rank = s.rank;
+	if (in->nops != rank + 2 || us.rank != rank)
+		return error_at(p, in->op_tok->loc,
+				"dynamic-update-slice takes the operand, an update of its rank and %d start indices",
+				rank);
+	for (d = 0; d < rank; d++) {
+		int64_t n = s.dims[d], size = us.dims[d], k;
+		int start, pos, inside, idx;
+		bool known;
+
+		if (size > n)
+			return error_at(p, in->op_name[1]->loc,
+					"the update is larger than the operand in dimension %d",
+					d);
+		start = start_index(p, in, 2 + d, n - size, &known, &k);
+		if (p->ret)
+			return p->ret;
+		if (size == n)
+			continue;
+		pos = bin(p, VTPU_SUB, iota_s32(p, n),
+			  vtpu_g_broadcast(p->g, start, 1, &n, NULL));
+		inside = p_and(p, vtpu_g_compare(p->g, VTPU_GE, pos, splat(p, 0, pos)),
+			       vtpu_g_compare(p->g, VTPU_LT, pos,
+					      splat(p, (double)size, pos)));
+		idx = bin(p, VTPU_MAX, pos, splat(p, 0, pos));
+		idx = bin(p, VTPU_MIN, idx, splat(p, (double)(size - 1), pos));
+		u = vtpu_g_gather(p->g, u, idx, d, false);
+		inside = along(p, inside, d, x);
+		mask = mask < 0 ? inside : p_and(p, mask, inside);
+		if (u < 0 || mask < 0)
+			return builder_error(p, in, u < 0 ? u : mask);
+	}
+	if (mask < 0)	/* the update covers the operand */
+		return u;
+	return vtpu_g_select(p->g, mask, u, x);
+}
+
+static bool in_list(const struct ilist *l, int v)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->v[i] == v)
+			return true;
+	return false;
+}
+
+/*
+ * gather(x, indices) with XLA's dimension numbers, where each indexed
+ * dimension (start_index_map) has slice size 1 and the others are taken
+ * from 0 (jnp.take, x[idx], embedding lookups, index_select, 2-D point
+ * gathers). The indexed dimensions move to the front and flatten into
+ * one, the index vectors become flat row numbers (each index clamped
+ * into its dimension, as XLA clamps starts), one gather takes the rows,
+ * and reshape and transpose put batch and offset dimensions where
+ * offset_dims says.
+ */
+static int build_gather(struct parser *p, struct inst *in)
+{
+	const struct attrs *at = in->at;
+	struct vtpu_shape xs, is;
+	int x = 0, ix = 0, perm[R], np = 0, d, j, m, rank, out_rank;
+	int64_t st[R] = { 0 }, lim[R], dims[R], nb = 1, flat_n = 1, stride;
+	int64_t bdims[R], g_dims[2 * R], nbd = 0;
+	int flat = -1, ivd, y, operm[R];
+
+	if (need(p, in, AT_START_MAP) || need(p, in, AT_SLICE_SIZES) ||
+	    array_shape(p, in) || value_of(p, in, 0, &x) ||
+	    value_of(p, in, 1, &ix))
+		return p->ret;
+	if (at->obatch.n || at->sbatch.n)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: gather with batching dimensions");
+	xs = shape_of(p, x);
+	is = shape_of(p, ix);
+	rank = xs.rank;
+	m = at->start_map.n;
+	ivd = at->tok[AT_IVD] ? (int)at->ivd : is.rank;
+	if (check_count(p, in, AT_SLICE_SIZES, at->slice_sizes.n, rank))
+		return p->ret;
+	if (ivd < 0 || ivd > is.rank || (ivd < is.rank ? is.dims[ivd] : 1) != m ||
+	    m < 1)
+		return error_at(p, in->op_tok->loc,
+				"bad index_vector_dim or start_index_map");
+	for (d = 0; d < rank; d++) {
+		bool mapped = in_list(&at->start_map, d);
+		int64_t size = at->slice_sizes.v[d];
+
+		if (size < 1 || size > xs.dims[d] || (mapped && size != 1) ||
+		    (!mapped && in_list(&at->collapsed, d)))
+			return error_at(p, at->val[AT_SLICE_SIZES]->loc,
+					"unsupported: gather windows over indexed dimensions (slice size %lld of dimension %d)",
+					(long long)size, d);
+		lim[d] = mapped ? xs.dims[d] : size;
+	}
+	x = vtpu_g_slice(p->g, x, st, lim, NULL);
+	/* indexed dimensions first, in start_index_map order, flattened */
+	for (j = 0; j < m; j++) {
+		if (at->start_map.v[j] < 0 || at->start_map.v[j] >= rank)
+			return error_at(p, at->val[AT_START_MAP]->loc,
+					"start_index_map names dimension %d of a rank %d operand",
+					at->start_map.v[j], rank);
+		perm[np++] = at->start_map.v[j];
+		flat_n *= xs.dims[at->start_map.v[j]];
+	}
+	dims[0] = flat_n;
+	for (d = 0; d < rank; d++)
+		if (!in_list(&at->start_map, d))
+			perm[np++] = d;
+	x = permute(p, x, perm);
+	for (d = m; d < rank; d++)
+		dims[1 + d - m] = at->slice_sizes.v[perm[d]];
+	x = vtpu_g_reshape(p->g, x, 1 + rank - m, dims);
+	/* the index vectors as [B, m], B the batch dimensions' product */
+	for (d = 0; d < is.rank; d++)
+		if (d != ivd) {
+			bdims[nbd++] = is.dims[d];
+			nb *= is.dims[d];
+		}
+	{
+		int ip[R], k = 0;
+		int64_t two[2] = { nb, m };
+
+		for (d = 0; d < is.rank; d++)
+			if (d != ivd)
+				ip[k++] = d;
+		if (ivd < is.rank)
+			ip[k++] = ivd;
+		ix = permute(p, to_type(p, ix, VTPU_S32), ip);
+		ix = vtpu_g_reshape(p->g, ix, 2, two);
+	}
+	stride = flat_n;
+	for (j = 0; j < m; j++) {
+		int64_t n = xs.dims[at->start_map.v[j]];
+		int64_t s0[2] = { 0, j }, l0[2] = { nb, j + 1 };
+		int c;
+
+		stride /= n;
+		c = vtpu_g_reshape(p->g, vtpu_g_slice(p->g, ix, s0, l0, NULL),
+				   1, &nb);
+		c = bin(p, VTPU_MAX, c, splat(p, 0, c));
+		c = bin(p, VTPU_MIN, c, splat(p, (double)(n - 1), c));
+		if (stride != 1)
+			c = bin(p, VTPU_MUL, c, splat(p, (double)stride, c));
+		flat = flat < 0 ? c : bin(p, VTPU_ADD, flat, c);
+	}
+	y = vtpu_g_gather(p->g, x, flat, 0, false);
+	/* [batch..., offset dims in operand order (size-1 ones too)] */
+	for (d = 0; d < nbd; d++)
+		g_dims[d] = bdims[d];
+	out_rank = (int)nbd;
+	for (d = 0; d < rank; d++)
+		if (!in_list(&at->collapsed, d))
+			g_dims[out_rank++] = at->slice_sizes.v[d];
+	if (out_rank != in->shape.s.rank || out_rank > R ||
+	    at->offset_dims.n != out_rank - nbd)
+		return error_at(p, in->shape.loc,
+				"the gather's dimension numbers do not give its shape");
+	y = vtpu_g_reshape(p->g, y, out_rank, g_dims);
+	/* offset dimension k goes to offset_dims[k], batch ones fill in */
+	{
+		int b = 0, o = 0;
+
+		for (d = 0; d < out_rank; d++) {
+			if (in_list(&at->offset_dims, d))
+				operm[d] = (int)nbd + o++;
+			else
+				operm[d] = b++;
+		}
+	}
+	return permute(p, y, operm);
+}
+
+static int build_reverse(struct parser *p, struct inst *in)
+{
+	int x = 0, i;
+
+	if (need(p, in, AT_DIMENSIONS) || value_of(p, in, 0, &x))
+		return p->ret;
+	for (i = 0; i < in->at->dims.n && x >= 0; i++) {
+		if (in->at->dims.v[i] < 0 || in->at->dims.v[i] >= rank_of(p, x))
+			return error_at(p, in->at->val[AT_DIMENSIONS]->loc,
+					"reverse of dimension %d of a rank %d operand",
+					in->at->dims.v[i], rank_of(p, x));
+		x = reverse_dim(p, x, in->at->dims.v[i]);
+	}
+	return x;
+}
+
+/* Whether @c's root is parameter @k itself. */
+static bool root_is_param(const struct comp *c, int64_t k)
+{
+	return c->root->op->kind == OK_PARAM && c->root->param == k;
+}
+
+/* The permutation that moves @first (n of them) to the front, the rest after in order. */
+static int front_perm(const int *first, int n, int rank, int *perm)
+{
+	int k = 0, d, j;
+
+	for (j = 0; j < n; j++)
+		perm[k++] = first[j];
+	for (d = 0; d < rank; d++) {
+		for (j = 0; j < n && first[j] != d; j++)
+			;
+		if (j == n)
+			perm[k++] = d;
+	}
+	return k;
+}
+
+/*
+ * scatter(x, indices, updates) with XLA's dimension numbers, where the
+ * indexed dimensions (scatter_dims_to_operand_dims) are the inserted
+ * ones and every window spans the rest of x (jnp's .at[i].add/.set,
+ * the gradient of a gather, embedding updates), combined by add or by
+ * replacing. x's indexed dimensions go to the front and flatten into F
+ * rows; each update row's flat row number (-1 when an index is out of
+ * range: XLA skips those) makes a one-hot [N, F] matrix, and its
+ * product with the updates, [F, rest], is every row's sum of updates.
+ */
+static int build_scatter(struct parser *p, struct inst *in)
+{
+	const struct attrs *at = in->at;
+	struct vtpu_shape xs, is, us;
+	int x = 0, ix = 0, u = 0, perm[R], inv[R], up[R], ip[R], k, d, j;
+	int m, rank, ivd, flat = -1, valid = -1, onehot, contrib, res;
+	int64_t rows = 1, rest = 1, nb = 1, stride, two[2], xd[R];
+	struct vtpu_dot_dims dd = { .ncontract = 1 };
+	bool set;
+
+	if (need(p, in, AT_SCATTER_MAP) || need(p, in, AT_TO_APPLY) ||
+	    array_shape(p, in))
+		return p->ret;
+	if (in->nops != 3)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: scatter of %d operands",
+				in->nops);
+	if (value_of(p, in, 0, &x) || value_of(p, in, 1, &ix) ||
+	    value_of(p, in, 2, &u))
+		return p->ret;
+	set = root_is_param(at->to_apply, 1);
+	if (!set && (at->to_apply->root->op->kind != OK_BINARY ||
+		     at->to_apply->root->op->arg != VTPU_ADD))
+		return error_at(p, at->val[AT_TO_APPLY]->loc,
+				"unsupported: scatter combining other than by add or replacing");
+	if (at->obatch.n || at->sbatch.n)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: scatter with batching dimensions");
+	xs = shape_of(p, x);
+	is = shape_of(p, ix);
+	us = shape_of(p, u);
+	rank = xs.rank;
+	m = at->scatter_map.n;
+	ivd = at->tok[AT_IVD] ? (int)at->ivd : is.rank;
+	if (m < 1 || ivd < 0 || ivd > is.rank ||
+	    (ivd < is.rank ? is.dims[ivd] : 1) != m)
+		return error_at(p, in->op_tok->loc,
+				"bad index_vector_dim or scatter_dims_to_operand_dims");
+	for (j = 0; j < m; j++) {
+		d = at->scatter_map.v[j];
+		if (d < 0 || d >= rank || !in_list(&at->inserted, d))
+			return error_at(p, at->val[AT_SCATTER_MAP]->loc,
+					"unsupported: scatter into dimension %d, which is not an inserted window dimension",
+					d);
+		rows *= xs.dims[d];
+	}
+	if (at->inserted.n != m ||
+	    at->update_win.n != rank - m || us.rank != is.rank - (ivd < is.rank) + rank - m)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: scatter windows that do not span the operand's other dimensions");
+	/* x as [F, rest] */
+	front_perm(at->scatter_map.v, m, rank, perm);
+	for (d = m, k = 0; d < rank; d++, k++) {
+		/* window dimension k of the updates is operand dimension perm[d] */
+		if (us.dims[at->update_win.v[k]] != xs.dims[perm[d]])
+			return error_at(p, in->op_tok->loc,
+					"unsupported: scatter windows smaller than the operand");
+		rest *= xs.dims[perm[d]];
+	}
+	for (d = 0; d < rank; d++)
+		xd[d] = xs.dims[perm[d]];
+	two[0] = rows;
+	two[1] = rest;
+	x = vtpu_g_reshape(p->g, permute(p, x, perm), 2, two);
+	/* the updates as [N, rest], the index vectors as [N, m] */
+	for (d = 0, k = 0; d < us.rank; d++)
+		if (!in_list(&at->update_win, d))
+			up[k++] = d;
+	for (j = 0; j < at->update_win.n; j++)
+		up[k++] = at->update_win.v[j];
+	for (d = 0, k = 0; d < is.rank; d++)
+		if (d != ivd) {
+			ip[k++] = d;
+			nb *= is.dims[d];
+		}
+	if (ivd < is.rank)
+		ip[k++] = ivd;
+	two[0] = nb;
+	two[1] = rest;
+	u = vtpu_g_reshape(p->g, permute(p, u, up), 2, two);
+	two[1] = m;
+	ix = vtpu_g_reshape(p->g, permute(p, to_type(p, ix, VTPU_S32), ip), 2, two);
+	stride = rows;
+	for (j = 0; j < m; j++) {
+		int64_t n = xs.dims[at->scatter_map.v[j]];
+		int64_t s0[2] = { 0, j }, l0[2] = { nb, j + 1 };
+		int c, ok;
+
+		stride /= n;
+		c = vtpu_g_reshape(p->g, vtpu_g_slice(p->g, ix, s0, l0, NULL),
+				   1, &nb);
+		ok = p_and(p, vtpu_g_compare(p->g, VTPU_GE, c, splat(p, 0, c)),
+			   vtpu_g_compare(p->g, VTPU_LT, c, splat(p, (double)n, c)));
+		valid = valid < 0 ? ok : p_and(p, valid, ok);
+		c = bin(p, VTPU_MUL, c, splat(p, (double)stride, c));
+		flat = flat < 0 ? c : bin(p, VTPU_ADD, flat, c);
+	}
+	flat = vtpu_g_select(p->g, valid, flat, splat(p, -1, flat));
+	two[1] = rows;
+	onehot = vtpu_g_compare(p->g, VTPU_EQ,
+				vtpu_g_broadcast(p->g, flat, 2, two, (int[]){ 0 }),
+				vtpu_g_broadcast(p->g, iota_s32(p, rows), 2, two,
+						 (int[]){ 1 }));
+	onehot = vtpu_g_select(p->g, onehot,
+			       vtpu_g_broadcast(p->g, scalar_of(p, 1, VTPU_F32), 2, two, NULL),
+			       vtpu_g_broadcast(p->g, scalar_of(p, 0, VTPU_F32), 2, two, NULL));
+	contrib = vtpu_g_dot(p->g, onehot, to_type(p, u, VTPU_F32), &dd);
+	contrib = to_type(p, contrib, xs.type);
+	if (set) {
+		int hit = vtpu_g_reduce(p->g, VTPU_REDUCE_MAX_OP, onehot, 1,
+					(int[]){ 0 });
+
+		hit = vtpu_g_compare(p->g, VTPU_GT, hit, splat(p, 0, hit));
+		two[0] = rows;
+		two[1] = rest;
+		hit = vtpu_g_broadcast(p->g, hit, 2, two, (int[]){ 0 });
+		res = vtpu_g_select(p->g, hit, contrib, x);
+	} else {
+		res = bin(p, VTPU_ADD, x, contrib);
+	}
+	res = vtpu_g_reshape(p->g, res, rank, xd);
+	invert(perm, rank, inv);
+	return permute(p, res, inv);
+}
+
+/*
+ * sort(ops...), dimension=d, to_apply=cmp, where cmp orders by operand
+ * 0 (its first compare of parameters 0 and 1: LT ascending, GT
+ * descending), ties by position (stable). With the sorted dimension
+ * last as [B, n]: element i's rank is the number of elements that go
+ * before it, position k takes the element whose rank is k, and one
+ * gather of flat positions permutes every operand.
+ */
+static int build_sort(struct parser *p, struct inst *in)
+{
+	const struct comp *c;
+	const struct inst *q;
+	int keys = 0, perm[R], inv[R], d, rank, i, a, b, before, rk, pos, flat;
+	int64_t n, nb = 1, t3[3], two[2], td[R];
+	struct vtpu_shape s;
+	enum vtpu_cmp_dir dir = VTPU_LT;
+	bool found = false;
+	struct hval *e;
+
+	if (need(p, in, AT_DIMENSIONS) || need(p, in, AT_TO_APPLY))
+		return p->ret;
+	c = in->at->to_apply;
+	for (q = c->first; q && !found; q = q->next) {
+		if (q->op->kind != OK_COMPARE || !q->at || q->nops != 2 ||
+		    q->ops[0]->op->kind != OK_PARAM ||
+		    q->ops[1]->op->kind != OK_PARAM)
+			continue;
+		a = (int)q->ops[0]->param;
+		b = (int)q->ops[1]->param;
+		if (!((a == 0 && b == 1) || (a == 1 && b == 0)))
+			continue;
+		if (q->at->dir == VTPU_LT || q->at->dir == VTPU_GT) {
+			bool lt = q->at->dir == VTPU_LT;
+
+			dir = lt == (a == 0) ? VTPU_LT : VTPU_GT;
+			found = true;
+		}
+	}
+	if (!found || in->nops < 1 || c->nparams != 2 * in->nops)
+		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
+				"unsupported: sort comparator other than less or greater of operand 0");
+	if (value_of(p, in, 0, &keys))
+		return p->ret;
+	s = shape_of(p, keys);
+	rank = s.rank;
+	if (in->at->dims.n != 1 || in->at->dims.v[0] < 0 ||
+	    in->at->dims.v[0] >= rank)
+		return error_at(p, in->at->val[AT_DIMENSIONS]->loc,
+				"sort needs one dimension of the operands");
+	d = in->at->dims.v[0];
+	n = s.dims[d];
+	for (i = 0; i < rank; i++)
+		if (i != d)
+			nb *= s.dims[i];
+	if (n * n * nb > (1 << 24))
+		return error_at(p, in->op_tok->loc,
+				"unsupported: sort of %lld rows of %lld (the lowering is quadratic)",
+				(long long)nb, (long long)n);
+	for (i = 0, a = 0; i < rank; i++)
+		if (i != d)
+			perm[a++] = i;
+	perm[a] = d;
+	for (i = 0; i < rank; i++)
+		td[i] = s.dims[perm[i]];
+	two[0] = nb;
+	two[1] = n;
+	keys = vtpu_g_reshape(p->g, permute(p, keys, perm), 2, two);
+	t3[0] = nb;
+	t3[1] = n;
+	t3[2] = n;
+	/* [b, i, j]: j goes before i */
+	{
+		int xi = vtpu_g_broadcast(p->g, keys, 3, t3, (int[]){ 0, 1 });
+		int xj = vtpu_g_broadcast(p->g, keys, 3, t3, (int[]){ 0, 2 });
+		int64_t nn[2] = { n, n };
+		int ii = vtpu_g_broadcast(p->g, iota_s32(p, n), 2, nn, (int[]){ 0 });
+		int jj = vtpu_g_broadcast(p->g, iota_s32(p, n), 2, nn, (int[]){ 1 });
+		int earlier = vtpu_g_broadcast(p->g, vtpu_g_compare(p->g, VTPU_LT, jj, ii),
+					       3, t3, (int[]){ 1, 2 });
+
+		before = p_or(p, vtpu_g_compare(p->g, dir, xj, xi),
+			      p_and(p, vtpu_g_compare(p->g, VTPU_EQ, xj, xi), earlier));
+		rk = reduce_with(p, to_type(p, before, VTPU_S32),
+				 VTPU_REDUCE_SUM_OP, 1, (int[]){ 2 }, -1);
+		/* [b, k, i]: i's rank is k; then sum i over those */
+		pos = vtpu_g_compare(p->g, VTPU_EQ,
+				     vtpu_g_broadcast(p->g, rk, 3, t3, (int[]){ 0, 2 }),
+				     vtpu_g_broadcast(p->g, iota_s32(p, n), 3, t3, (int[]){ 1 }));
+		pos = vtpu_g_select(p->g, pos,
+				    vtpu_g_broadcast(p->g, iota_s32(p, n), 3, t3, (int[]){ 2 }),
+				    vtpu_g_broadcast(p->g, scalar_of(p, 0, VTPU_S32), 3, t3, NULL));
+		pos = reduce_with(p, pos, VTPU_REDUCE_SUM_OP, 1, (int[]){ 2 }, -1);
+	}
+	/* flat positions b n + pos */
+	flat = bin(p, VTPU_ADD, pos,
+		   vtpu_g_broadcast(p->g, bin(p, VTPU_MUL, iota_s32(p, nb),
+					      splat(p, (double)n, iota_s32(p, nb))),
+				    2, two, (int[]){ 0 }));
+	{
+		int64_t all = nb * n;
+
+		flat = vtpu_g_reshape(p->g, flat, 1, &all);
+		e = alloc_array(p, in->nops, sizeof(*e));
+		if (!e)
+			return p->ret;
+		invert(perm, rank, inv);
+		for (i = 0; i < in->nops; i++) {
+			int v = 0;
+			struct vtpu_shape vs;
+
+			if (value_of(p, in, i, &v))
+				return p->ret;
+			vs = shape_of(p, v);
+			vs.type = s.type;
+			if (!shape_same(&vs, &s))
+				return error_at(p, in->op_name[i]->loc,
+						"sort operands must have one shape");
+			v = vtpu_g_reshape(p->g, permute(p, v, perm), 1, &all);
+			v = vtpu_g_gather(p->g, v, flat, 0, false);
+			v = permute(p, vtpu_g_reshape(p->g, v, rank, td), inv);
+			if (v < 0)
+				return builder_error(p, in, v);
+			e[i] = array_val(v);
+		}
+	}
+	if (in->nops == 1) {
+		in->v = e[0];
+		return 0;
+	}
+	in->v.n = in->nops;
+	in->v.e = e;
+	return 0;
+}
+
+/* ---- the other array ops ------------------------------------------------- */
 
 static int build_broadcast(struct parser *p, struct inst *in)
 {
@@ -1866,86 +3367,635 @@ static int build_concat(struct parser *p, struct inst *in)
 	return vtpu_g_concat(p->g, in->nops, ids, in->at->dims.v[0]);
 }
 
-/* A tuple: its members' ids, for get-tuple-element and the outputs. */
-static int build_tuple(struct parser *p, struct inst *in)
+/* iota, iota_dimension=d: 0, 1, ... along d, as a constant broadcast. */
+static int build_iota(struct parser *p, struct inst *in)
+{
+	const struct vtpu_shape *s = &in->shape.s;
+	int d, x;
+
+	if (array_shape(p, in) || need(p, in, AT_IOTA_DIM))
+		return p->ret;
+	d = (int)in->at->iota_dim;
+	if (in->at->iota_dim < 0 || d >= s->rank || s->type == VTPU_PRED ||
+	    s->dims[d] > (1 << 24))
+		return error_at(p, in->at->val[AT_IOTA_DIM]->loc,
+				"bad iota_dimension %lld for %d dimensions",
+				(long long)in->at->iota_dim, s->rank);
+	x = to_type(p, iota_s32(p, s->dims[d]), s->type);
+	return vtpu_g_broadcast(p->g, x, s->rank, s->dims, &d);
+}
+
+/* clamp(lo, x, hi): min(max(x, lo), hi), lo and hi scalars or x-shaped. */
+static int build_clamp(struct parser *p, struct inst *in)
+{
+	int v[3];
+
+	if (values_of(p, in, v) || no_unsigned(p, in))
+		return p->ret;
+	return bin(p, VTPU_MIN, bin(p, VTPU_MAX, v[1], bcast_like(p, v[0], v[1])),
+		   bcast_like(p, v[2], v[1]));
+}
+
+/* select(pred, a, b); a scalar pred picks a whole operand. */
+static int build_select(struct parser *p, struct inst *in)
+{
+	int v[3];
+
+	if (values_of(p, in, v))
+		return p->ret;
+	return vtpu_g_select(p->g, bcast_like(p, v[0], v[1]), v[1], v[2]);
+}
+
+static int build_convert(struct parser *p, struct inst *in)
+{
+	enum vtpu_type t = in->shape.s.type;
+	int x = 0;
+
+	if (array_shape(p, in) || value_of(p, in, 0, &x))
+		return p->ret;
+	if (is_unsigned(in, 0) && t != VTPU_S32)
+		return no_unsigned(p, in);
+	if (t == VTPU_PRED && shape_of(p, x).type != VTPU_PRED)	/* x != 0 */
+		return vtpu_g_compare(p->g, VTPU_NE, x, splat(p, 0, x));
+	x = to_type(p, x, t);
+	if (hlo_types[in->shape.htype].kind == HT_F16 &&
+	    hlo_types[in->ops[0]->shape.htype].kind != HT_F16)
+		x = compose_round_f16(p->g, x);
+	return x;
+}
+
+/*
+ * sin, cos, tan, the roundings, sign, expm1, log1p, erf, cbrt, is-finite
+ * and the remainder, from compose.c and the device's functions; bf16 in
+ * f32 and back, integers where they are the identity.
+ */
+static int build_math(struct parser *p, struct inst *in)
+{
+	enum vtpu_type t = in->ops[0]->shape.s.type;
+	int v[2] = { 0 }, x, u, y;
+
+	if (values_of(p, in, v) || no_unsigned(p, in))
+		return p->ret;
+	if (t == VTPU_S32 || t == VTPU_PRED) {
+		switch (in->op->arg) {
+		case M_FLOOR: case M_CEIL: case M_RNE: case M_AFZ:
+			return v[0];
+		case M_SIGN:
+			return compose_sign(p->g, v[0]);
+		case M_REM:
+			return compose_mod(p->g, v[0], v[1], false);
+		default:
+			return error_at(p, in->op_tok->loc,
+					"unsupported: %s of integers",
+					in->op->text);
+		}
+	}
+	x = to_type(p, v[0], VTPU_F32);
+	switch (in->op->arg) {
+	case M_SIN:
+	case M_COS:
+		y = compose_sin_cos(p->g, x, in->op->arg == M_COS);
+		break;
+	case M_TAN:
+		y = bin(p, VTPU_DIV, compose_sin_cos(p->g, x, 0),
+			compose_sin_cos(p->g, x, 1));
+		break;
+	case M_FLOOR:
+		y = compose_round(p->g, x, ROUND_FLOOR);
+		break;
+	case M_CEIL:
+		y = compose_round(p->g, x, ROUND_CEIL);
+		break;
+	case M_RNE:
+		y = compose_round(p->g, x, ROUND_EVEN);
+		break;
+	case M_AFZ:
+		y = compose_round(p->g, x, ROUND_AWAY);
+		break;
+	case M_SIGN:
+		y = compose_sign(p->g, x);
+		break;
+	case M_EXPM1:
+		/* (e^x - 1) x / log(e^x): exact where e^x rounds to 1 */
+		u = vtpu_g_unary(p->g, VTPU_EXP, x);
+		y = bin(p, VTPU_MUL, bin(p, VTPU_SUB, u, splat(p, 1, x)),
+			bin(p, VTPU_DIV, x, vtpu_g_unary(p->g, VTPU_LOG, u)));
+		y = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_EQ, u,
+						       splat(p, 1, x)), x, y);
+		y = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_GT, x,
+						       splat(p, 80, x)), u, y);
+		y = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_LT, x,
+						       splat(p, -20, x)),
+				  splat(p, -1, x), y);
+		break;
+	case M_LOG1P:
+		/* log(1 + x) x / ((1 + x) - 1), Goldberg's */
+		u = bin(p, VTPU_ADD, x, splat(p, 1, x));
+		y = bin(p, VTPU_MUL, vtpu_g_unary(p->g, VTPU_LOG, u),
+			bin(p, VTPU_DIV, x, bin(p, VTPU_SUB, u, splat(p, 1, x))));
+		y = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_EQ, u,
+						       splat(p, 1, x)), x, y);
+		y = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_GT, x,
+						       splat(p, 1e30, x)),
+				  vtpu_g_unary(p->g, VTPU_LOG, u), y);
+		break;
+	case M_ERF:
+		y = compose_erf(p->g, x);
+		break;
+	case M_ISFINITE:	/* x - x is 0 unless x is inf or NaN */
+		return vtpu_g_compare(p->g, VTPU_EQ, bin(p, VTPU_SUB, x, x),
+				      splat(p, 0, x));
+	case M_CBRT:
+		y = bin(p, VTPU_POW, vtpu_g_unary(p->g, VTPU_ABS, x),
+			splat(p, 1.0 / 3, x));
+		y = bin(p, VTPU_MUL, compose_sign(p->g, x), y);
+		break;
+	default:	/* M_REM */
+		y = compose_mod(p->g, x, to_type(p, v[1], VTPU_F32), false);
+		break;
+	}
+	return to_type(p, y, t);
+}
+
+/* not, and, or, xor of pred (selects); integers' bits are refused. */
+static int build_logic(struct parser *p, struct inst *in)
+{
+	int v[2] = { 0 };
+
+	if (values_of(p, in, v))
+		return p->ret;
+	if (shape_of(p, v[0]).type != VTPU_PRED)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: bitwise %s of integers",
+				in->op->text);
+	switch (in->op->arg) {
+	case L_NOT:
+		return p_not(p, v[0]);
+	case L_AND:
+		return p_and(p, v[0], v[1]);
+	case L_OR:
+		return p_or(p, v[0], v[1]);
+	default:
+		return vtpu_g_select(p->g, v[0], p_not(p, v[1]), v[1]);
+	}
+}
+
+/* compare(a, b), direction=...; signedness matters, so no u32. */
+static int build_compare(struct parser *p, struct inst *in)
+{
+	int v[2];
+
+	if (need(p, in, AT_DIRECTION) || values_of(p, in, v) ||
+	    no_unsigned(p, in))
+		return p->ret;
+	if (shape_of(p, v[0]).type == VTPU_PRED) {	/* as 0 and 1 */
+		v[0] = to_type(p, v[0], VTPU_S32);
+		v[1] = to_type(p, v[1], VTPU_S32);
+	}
+	return vtpu_g_compare(p->g, in->at->dir, v[0], v[1]);
+}
+
+static int build_binary(struct parser *p, struct inst *in)
+{
+	int v[2];
+
+	if (values_of(p, in, v))
+		return p->ret;
+	if (in->op->arg == VTPU_DIV || in->op->arg == VTPU_MAX ||
+	    in->op->arg == VTPU_MIN)
+		if (no_unsigned(p, in))
+			return p->ret;
+	return vtpu_g_binary(p->g, in->op->arg, v[0], v[1]);
+}
+
+/* Per-feature [C] @v along dimension @f of @like. */
+static int feature(struct parser *p, int v, int f, int like)
+{
+	return along(p, v, f, like);
+}
+
+/*
+ * batch-norm-inference(x, scale, offset, mean, variance): (x - mean)
+ * scale / sqrt(variance + epsilon) + offset, per feature_index.
+ */
+static int build_bn_inf(struct parser *p, struct inst *in)
+{
+	int v[5], f, x, y;
+
+	if (need(p, in, AT_FEATURE) || values_of(p, in, v))
+		return p->ret;
+	x = v[0];
+	f = (int)in->at->feature;
+	if (in->at->feature < 0 || f >= rank_of(p, x))
+		return error_at(p, in->at->val[AT_FEATURE]->loc,
+				"bad feature_index");
+	y = bin(p, VTPU_ADD, v[4], splat(p, in->at->epsilon, v[4]));
+	y = bin(p, VTPU_MUL, vtpu_g_unary(p->g, VTPU_RSQRT, y), v[1]);
+	y = bin(p, VTPU_MUL, bin(p, VTPU_SUB, x, feature(p, v[3], f, x)),
+		feature(p, y, f, x));
+	return bin(p, VTPU_ADD, y, feature(p, v[2], f, x));
+}
+
+/*
+ * batch-norm-training(x, scale, offset): the batch's mean and (biased)
+ * variance over every dimension but feature_index, x normalized with
+ * them; the tuple (y, mean, variance).
+ */
+static int build_bn_train(struct parser *p, struct inst *in)
+{
+	int v[3], axes[R], na = 0, f, d, x, mean, var, c, y;
+	struct hval *e;
+
+	if (need(p, in, AT_FEATURE) || values_of(p, in, v))
+		return p->ret;
+	x = v[0];
+	f = (int)in->at->feature;
+	if (in->at->feature < 0 || f >= rank_of(p, x))
+		return error_at(p, in->at->val[AT_FEATURE]->loc,
+				"bad feature_index");
+	for (d = 0; d < rank_of(p, x); d++)
+		if (d != f)
+			axes[na++] = d;
+	mean = vtpu_g_reduce(p->g, VTPU_REDUCE_MEAN_OP, x, na, axes);
+	c = bin(p, VTPU_SUB, x, feature(p, mean, f, x));
+	var = vtpu_g_reduce(p->g, VTPU_REDUCE_MEAN_OP, bin(p, VTPU_MUL, c, c),
+			    na, axes);
+	y = bin(p, VTPU_ADD, var, splat(p, in->at->epsilon, var));
+	y = bin(p, VTPU_MUL, vtpu_g_unary(p->g, VTPU_RSQRT, y), v[1]);
+	y = bin(p, VTPU_MUL, c, feature(p, y, f, x));
+	y = bin(p, VTPU_ADD, y, feature(p, v[2], f, x));
+	if (y < 0)
+		return builder_error(p, in, y);
+	e = alloc_array(p, 3, sizeof(*e));
+	if (!e)
+		return p->ret;
+	e[0] = array_val(y);
+	e[1] = array_val(mean);
+	e[2] = array_val(var);
+	in->v.n = 3;
+	in->v.e = e;
+	return 0;
+}
+
+/* reduce-precision(x), exponent_bits, mantissa_bits: bf16's, f16's or f32's. */
+static int build_reduce_precision(struct parser *p, struct inst *in)
+{
+	int x = 0;
+
+	if (need(p, in, AT_EXP_BITS) || need(p, in, AT_MANT_BITS) ||
+	    value_of(p, in, 0, &x))
+		return p->ret;
+	if (in->at->exp_bits >= 8 && in->at->mant_bits >= 23)
+		return x;
+	if (shape_of(p, x).type == VTPU_F32 && in->at->exp_bits == 8 &&
+	    in->at->mant_bits == 7)
+		return to_type(p, to_type(p, x, VTPU_BF16), VTPU_F32);
+	if (shape_of(p, x).type == VTPU_F32 && in->at->exp_bits == 5 &&
+	    in->at->mant_bits == 10)
+		return compose_round_f16(p->g, x);
+	return error_at(p, in->op_tok->loc,
+			"unsupported: reduce-precision to %lld exponent and %lld mantissa bits",
+			(long long)in->at->exp_bits, (long long)in->at->mant_bits);
+}
+
+/* bitcast to the same element type and count: a reshape. */
+static int build_bitcast(struct parser *p, struct inst *in)
 {
 	struct vtpu_shape s;
-	char a[64], b[64];
+	int x = 0;
+
+	if (array_shape(p, in) || value_of(p, in, 0, &x))
+		return p->ret;
+	s = shape_of(p, x);
+	if (s.type != in->shape.s.type ||
+	    in->ops[0]->shape.htype != in->shape.htype ||
+	    elems_of(&s) != elems_of(&in->shape.s))
+		return error_at(p, in->op_tok->loc,
+				"unsupported: bitcast that changes the element type or count");
+	return vtpu_g_reshape(p->g, x, in->shape.s.rank, in->shape.s.dims);
+}
+
+/* ---- tuples, calls and control flow -------------------------------------- */
+
+static int build_comp(struct parser *p, struct comp *c, int nargs,
+		      const struct hval *args, const struct tok *site,
+		      struct hval *out);
+
+/* Whether value @v has shape @sh (tuples element by element). */
+static bool hval_is(struct parser *p, const struct hval *v,
+		    const struct hshape *sh)
+{
+	struct vtpu_shape s;
 	int i;
 
-	in->is_tuple = true;
-	in->ntuple = in->nops;
-	in->tuple = alloc_array(p, in->nops, sizeof(*in->tuple));
-	if (!in->tuple)
+	if (sh->tuple) {
+		if (v->n != sh->n)
+			return false;
+		for (i = 0; i < v->n; i++)
+			if (!hval_is(p, &v->e[i], &sh->elem[i]))
+				return false;
+		return true;
+	}
+	if (v->n >= 0)
+		return false;
+	s = shape_of(p, v->id);
+	return shape_same(&s, &sh->s);
+}
+
+static void fmt_hval(struct parser *p, char *buf, size_t n,
+		     const struct hval *v)
+{
+	struct vtpu_shape s;
+
+	if (v->n >= 0) {
+		snprintf(buf, n, "a tuple of %d", v->n);
+		return;
+	}
+	s = shape_of(p, v->id);
+	fmt_shape(buf, n, &s);
+}
+
+/* The shape the text states must be the one the builder inferred. */
+static int check_shape(struct parser *p, const struct inst *in)
+{
+	char a[80], b[80];
+
+	if (hval_is(p, &in->v, &in->shape))
+		return 0;
+	fmt_hshape(a, sizeof(a), &in->shape);
+	fmt_hval(p, b, sizeof(b), &in->v);
+	return error_at(p, in->shape.loc,
+			"shape mismatch: the text says %s, the operands make %s",
+			a, b);
+}
+
+/* tuple(a, b, ...): its members, which may be tuples themselves. */
+static int build_tuple(struct parser *p, struct inst *in)
+{
+	int i;
+
+	in->v.n = in->nops;
+	in->v.e = alloc_array(p, in->nops ? in->nops : 1, sizeof(*in->v.e));
+	if (!in->v.e)
 		return p->ret;
 	for (i = 0; i < in->nops; i++)
-		if (in->ops[i]->is_tuple)
-			return error_at(p, in->op_name[i]->loc,
-					"unsupported: nested tuple");
-	if (values_of(p, in, in->tuple))
-		return p->ret;
-	if (!in->shape.tuple || in->shape.n != in->nops)
-		goto mismatch;
-	for (i = 0; i < in->nops; i++) {
-		if (vtpu_graph_shape(p->g, in->tuple[i], &s))
-			return builder_error(p, in, -EINVAL);
-		if (in->shape.elem[i].tuple ||
-		    !shape_same(&s, &in->shape.elem[i].s))
-			goto mismatch;
-	}
+		in->v.e[i] = in->ops[i]->v;
 	return 0;
-mismatch:
-	fmt_hshape(a, sizeof(a), &in->shape);
-	snprintf(b, sizeof(b), "a tuple of %d", in->nops);
-	return error_at(p, in->shape.loc, "shape mismatch: the text says %s, the operands make %s",
-			a, b);
 }
 
 static int build_gte(struct parser *p, struct inst *in)
 {
-	const struct inst *t = in->ops[0];
+	const struct hval *t = &in->ops[0]->v;
 
 	if (need(p, in, AT_INDEX))
 		return p->ret;
-	if (!t->is_tuple)
+	if (t->n < 0)
 		return error_at(p, in->op_name[0]->loc,
-				"unsupported: get-tuple-element of '%.*s', not a tuple instruction",
+				"get-tuple-element of '%.*s', which is not a tuple",
 				(int)in->op_name[0]->n, in->op_name[0]->s);
-	if (in->at->index < 0 || in->at->index >= t->ntuple)
+	if (in->at->index < 0 || in->at->index >= t->n)
 		return error_at(p, in->at->val[AT_INDEX]->loc,
 				"index %lld out of range", (long long)in->at->index);
-	return t->tuple[in->at->index];
+	in->v = t->e[in->at->index];
+	return 0;
 }
 
-/* Builds one instruction; returns its value id or -errno. */
+/* The operands' values, as arguments of a computation. */
+static struct hval *operand_vals(struct parser *p, const struct inst *in,
+				 int from)
+{
+	struct hval *a = alloc_array(p, in->nops + 1, sizeof(*a));
+	int i;
+
+	if (!a)
+		return NULL;
+	for (i = from; i < in->nops; i++)
+		a[i - from] = in->ops[i]->v;
+	return a;
+}
+
+/* call(...), to_apply=c and fusion(...), calls=c: c inlined. */
+static int build_call(struct parser *p, struct inst *in)
+{
+	struct comp *c;
+	struct hval *a;
+
+	if (need(p, in, in->op->arg ? AT_CALLS : AT_TO_APPLY))
+		return p->ret;
+	c = in->op->arg ? in->at->calls : in->at->to_apply;
+	a = operand_vals(p, in, 0);
+	if (!a)
+		return p->ret;
+	return build_comp(p, c, in->nops, a, in->op_tok, &in->v);
+}
+
+/*
+ * while(init), condition=c, body=b: unrolled. Before every iteration c
+ * is built on the loop's state and must come out as a compile-time
+ * constant (a counter against a bound, as fori_loop and scan make); a
+ * loop whose trip count depends on run-time data is refused, since the
+ * device has no branches yet.
+ */
+static int build_while(struct parser *p, struct inst *in)
+{
+	struct hval state = in->ops[0]->v, cond;
+	int64_t iter;
+
+	if (need(p, in, AT_CONDITION) || need(p, in, AT_BODY))
+		return p->ret;
+	for (iter = 0;; iter++) {
+		if (build_comp(p, in->at->cond, 1, &state, in->op_tok, &cond))
+			return p->ret;
+		if (cond.n >= 0 || shape_of(p, cond.id).type != VTPU_PRED ||
+		    rank_of(p, cond.id))
+			return error_at(p, in->at->val[AT_CONDITION]->loc,
+					"the condition must give a pred scalar");
+		if (!cond.known)
+			return error_at(p, in->op_tok->loc,
+					"unsupported: while loop whose trip count depends on run-time values (%lld iterations were known)",
+					(long long)iter);
+		if (!cond.k)
+			break;
+		if (iter == MAX_UNROLL || p->g->ir.n > MAX_NODES)
+			return error_at(p, in->op_tok->loc,
+					"unsupported: while loop of more than %lld iterations or %d operations",
+					(long long)iter, MAX_NODES);
+		if (build_comp(p, in->at->body, 1, &state, in->op_tok, &state))
+			return p->ret;
+	}
+	in->v = state;
+	return 0;
+}
+
+/* select(@pred, @a, @b) through tuples; @pred a pred scalar. */
+static int select_hval(struct parser *p, const struct inst *in, int pred,
+		       const struct hval *a, const struct hval *b,
+		       struct hval *out)
+{
+	int i, y;
+
+	if (a->n != b->n)
+		return error_at(p, in->op_tok->loc,
+				"the branches give different shapes");
+	if (a->n < 0) {
+		y = vtpu_g_select(p->g, bcast_like(p, pred, a->id), a->id, b->id);
+		if (y < 0)
+			return builder_error(p, in, y);
+		*out = array_val(y);
+		return 0;
+	}
+	out->n = a->n;
+	out->known = false;
+	out->e = alloc_array(p, a->n + 1, sizeof(*out->e));
+	if (!out->e)
+		return p->ret;
+	for (i = 0; i < a->n; i++)
+		if (select_hval(p, in, pred, &a->e[i], &b->e[i], &out->e[i]))
+			return p->ret;
+	return 0;
+}
+
+/*
+ * conditional(p, t_arg, f_arg), true_computation=, false_computation=
+ * and conditional(i, args...), branch_computations={...}: the branch a
+ * known predicate picks, else every branch, then selects (an index out
+ * of range runs the last branch, as XLA does). Branches are pure, so
+ * building them all is only more work.
+ */
+static int build_cond(struct parser *p, struct inst *in)
+{
+	const struct hval *sel = &in->ops[0]->v;
+	struct comp *pair[2], **br;
+	struct hval *res;
+	int nb, i, k, pred;
+	bool is_pred;
+
+	if (in->nops < 1 || sel->n >= 0 || rank_of(p, sel->id))
+		return error_at(p, in->op_tok->loc,
+				"a conditional needs a scalar predicate or index");
+	is_pred = shape_of(p, sel->id).type == VTPU_PRED;
+	if (is_pred) {
+		if (need(p, in, AT_TRUE_COMP) || need(p, in, AT_FALSE_COMP))
+			return p->ret;
+		/* branch 0 is taken for false, as for index 0 */
+		pair[0] = in->at->fcomp;
+		pair[1] = in->at->tcomp;
+		br = pair;
+		nb = 2;
+		if (in->nops != 3)
+			return error_at(p, in->op_tok->loc,
+					"a pred conditional takes 3 operands");
+	} else {
+		if (need(p, in, AT_BRANCHES))
+			return p->ret;
+		br = in->at->branches;
+		nb = in->at->nbranch;
+		if (in->nops != nb + 1 || nb < 1)
+			return error_at(p, in->op_tok->loc,
+					"a conditional of %d branches takes %d operands",
+					nb, nb + 1);
+	}
+	/* operand 1 + k goes to branch k; pred: false, true = f_arg, t_arg */
+	res = alloc_array(p, nb, sizeof(*res));
+	if (!res)
+		return p->ret;
+	if (sel->known) {
+		k = is_pred ? sel->k != 0 :
+		    (sel->k < 0 || sel->k >= nb) ? nb - 1 : (int)sel->k;
+		i = is_pred ? (k ? 1 : 2) : 1 + k;
+		return build_comp(p, br[k], 1, &in->ops[i]->v, in->op_tok,
+				  &in->v);
+	}
+	for (k = 0; k < nb; k++) {
+		i = is_pred ? (k ? 1 : 2) : 1 + k;
+		if (build_comp(p, br[k], 1, &in->ops[i]->v, in->op_tok, &res[k]))
+			return p->ret;
+	}
+	in->v = res[nb - 1];
+	for (k = nb - 2; k >= 0; k--) {
+		pred = is_pred ? p_not(p, sel->id) :
+		       vtpu_g_compare(p->g, VTPU_EQ, to_type(p, sel->id, VTPU_S32),
+				      scalar_of(p, k, VTPU_S32));
+		if (pred < 0)
+			return builder_error(p, in, pred);
+		if (select_hval(p, in, pred, &res[k], &in->v, &in->v))
+			return p->ret;
+	}
+	return 0;
+}
+
+/*
+ * Collectives over one device (the only kind vtpu has): all-reduce,
+ * all-gather, reduce-scatter and all-to-all are their operands, when the
+ * replica groups name one device at most.
+ */
+static int build_collective(struct parser *p, struct inst *in)
+{
+	if (!in->at || !in->at->one_replica)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: %s across more than one device",
+				in->op->text);
+	if (in->nops == 1) {
+		in->v = in->ops[0]->v;
+		return 0;
+	}
+	return build_tuple(p, in);
+}
+
+/*
+ * custom-call: the targets with plain semantics on one device (sharding
+ * annotations) are their operand; any other is refused by name.
+ */
+static int build_custom(struct parser *p, struct inst *in)
+{
+	static const char *const identity[] = {
+		"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+		"MoveToHost", "MoveToDevice", "annotate_device_placement",
+	};
+	const struct tok *t = in->at ? in->at->target : NULL;
+	size_t i;
+
+	if (!t)
+		return error_at(p, in->op_tok->loc,
+				"custom-call needs custom_call_target=");
+	for (i = 0; i < ARRAY_SIZE(identity); i++)
+		if (t->n == strlen(identity[i]) &&
+		    !memcmp(t->s, identity[i], t->n) && in->nops == 1) {
+			in->v = in->ops[0]->v;
+			return 0;
+		}
+	return error_at(p, t->loc, "unsupported: custom-call target '%.*s'",
+			(int)t->n, t->s);
+}
+
+/* ---- instructions and computations --------------------------------------- */
+
+/* Builds an instruction whose result is an array; its value id or -errno. */
 static int build_value(struct parser *p, struct inst *in)
 {
 	int v[3] = { 0 };
 
-	/* fixed arity (at most 3): a get-tuple-element's is a tuple */
-	if (in->op->nin > 0 && in->op->kind != OK_GTE && values_of(p, in, v))
-		return p->ret;
 	switch (in->op->kind) {
 	case OK_CONST:
 		return vtpu_g_constant(p->g, &in->shape.s, in->data);
 	case OK_UNARY:
+		if (values_of(p, in, v))
+			return p->ret;
 		return vtpu_g_unary(p->g, in->op->arg, v[0]);
 	case OK_BINARY:
-		return vtpu_g_binary(p->g, in->op->arg, v[0], v[1]);
+		return build_binary(p, in);
 	case OK_COMPARE:
-		if (need(p, in, AT_DIRECTION))
-			return p->ret;
-		return vtpu_g_compare(p->g, in->at->dir, v[0], v[1]);
+		return build_compare(p, in);
 	case OK_SELECT:
-		return vtpu_g_select(p->g, v[0], v[1], v[2]);
+		return build_select(p, in);
 	case OK_CONVERT:
-		if (array_shape(p, in))
-			return p->ret;
-		return vtpu_g_convert(p->g, v[0], in->shape.s.type);
+		return build_convert(p, in);
 	case OK_COPY:
+		if (values_of(p, in, v))
+			return p->ret;
 		return v[0];	/* layouts are ignored: a copy is the value */
 	case OK_RESHAPE:
-		if (array_shape(p, in))
+		if (array_shape(p, in) || values_of(p, in, v))
 			return p->ret;
 		return vtpu_g_reshape(p->g, v[0], in->shape.s.rank,
 				      in->shape.s.dims);
@@ -1957,67 +4007,111 @@ static int build_value(struct parser *p, struct inst *in)
 		return build_dot(p, in);
 	case OK_CONV:
 		return build_conv(p, in);
-	case OK_REDUCE:
-		return build_reduce(p, in);
 	case OK_CONCAT:
 		return build_concat(p, in);
 	case OK_SLICE:
 		return build_slice(p, in);
 	case OK_PAD:
 		return build_pad(p, in);
-	case OK_GTE:
-		return build_gte(p, in);
+	case OK_IOTA:
+		return build_iota(p, in);
+	case OK_CLAMP:
+		return build_clamp(p, in);
+	case OK_BITCAST:
+		return build_bitcast(p, in);
+	case OK_DSLICE:
+		return build_dslice(p, in);
+	case OK_DUS:
+		return build_dus(p, in);
+	case OK_GATHER:
+		return build_gather(p, in);
+	case OK_SCATTER:
+		return build_scatter(p, in);
+	case OK_REVERSE:
+		return build_reverse(p, in);
+	case OK_BN_INF:
+		return build_bn_inf(p, in);
+	case OK_LOGIC:
+		return build_logic(p, in);
+	case OK_MATH:
+		return build_math(p, in);
+	case OK_REDUCE_PRECISION:
+		return build_reduce_precision(p, in);
+	case OK_REPLICA_ID:	/* one device: number 0 */
+		if (array_shape(p, in))
+			return p->ret;
+		return scalar_of(p, 0, in->shape.s.type);
 	default:
 		return error_at(p, in->op_tok->loc, "unsupported opcode '%.*s'",
 				(int)in->op_tok->n, in->op_tok->s);
 	}
 }
 
-/* The shape the text states must be the one the builder inferred. */
-static int check_shape(struct parser *p, const struct inst *in)
-{
-	struct vtpu_shape s;
-	char a[80], b[80];
-	int ret = vtpu_graph_shape(p->g, in->id, &s);
-
-	if (ret)
-		return builder_error(p, in, ret);
-	if (!in->shape.tuple && shape_same(&s, &in->shape.s))
-		return 0;
-	fmt_hshape(a, sizeof(a), &in->shape);
-	fmt_shape(b, sizeof(b), &s);
-	return error_at(p, in->shape.loc,
-			"shape mismatch: the text says %s, the operands make %s",
-			a, b);
-}
-
+/* Builds one instruction into in->v. */
 static int build_inst(struct parser *p, struct inst *in)
 {
-	int id;
+	int id, ret = 0;
 
-	if (in->op->kind == OK_PARAM)
-		return 0;
-	if (in->op->kind == OK_TUPLE)
-		return build_tuple(p, in);
-	id = build_value(p, in);
-	if (p->ret)
-		return p->ret;
-	if (id < 0)
-		return builder_error(p, in, id);
-	in->id = id;
+	memset(&in->v, 0, sizeof(in->v));
+	in->v.n = -1;
+	switch (in->op->kind) {
+	case OK_TUPLE:
+		ret = build_tuple(p, in);
+		break;
+	case OK_GTE:
+		ret = build_gte(p, in);
+		break;
+	case OK_IDENTITY:
+		in->v = in->ops[0]->v;
+		break;
+	case OK_CALL:
+		ret = build_call(p, in);
+		break;
+	case OK_WHILE:
+		ret = build_while(p, in);
+		break;
+	case OK_COND:
+		ret = build_cond(p, in);
+		break;
+	case OK_COLLECTIVE:
+		ret = build_collective(p, in);
+		break;
+	case OK_CUSTOM:
+		ret = build_custom(p, in);
+		break;
+	case OK_REDUCE:
+		ret = build_reduce(p, in);
+		break;
+	case OK_RWINDOW:
+		ret = build_reduce_window(p, in);
+		break;
+	case OK_BN_TRAIN:
+		ret = build_bn_train(p, in);
+		break;
+	case OK_SORT:
+		ret = build_sort(p, in);
+		break;
+	default:
+		id = build_value(p, in);
+		if (p->ret)
+			return p->ret;
+		if (id < 0)
+			return builder_error(p, in, id);
+		in->v = array_val(id);
+		fold_known(in);
+		break;
+	}
+	if (ret || p->ret)
+		return p->ret ? p->ret : ret;
 	return check_shape(p, in);
 }
 
-/* Parameters first, in number order, as the builder wants them. */
-static int build_params(struct parser *p, const struct comp *c)
+/* The parameters of @c: numbers 0 .. n - 1, each once; by number in @by. */
+static int index_params(struct parser *p, const struct comp *c,
+			struct inst **by)
 {
-	struct inst **by = alloc_array(p, c->nparams, sizeof(*by));
 	struct inst *in;
-	char name[128];
-	int i, id;
 
-	if (!by)
-		return p->ret;
 	for (in = c->first; in; in = in->next) {
 		if (in->op->kind != OK_PARAM)
 			continue;
@@ -2029,49 +4123,121 @@ static int build_params(struct parser *p, const struct comp *c)
 			return error_at(p, in->arg_tok->loc,
 					"parameter(%lld) defined twice",
 					(long long)in->param);
-		if (in->shape.tuple)
-			return error_at(p, in->shape.loc,
-					"unsupported: tuple-shaped parameter");
 		by[in->param] = in;
-	}
-	for (i = 0; i < c->nparams; i++) {
-		in = by[i];
-		id = vtpu_g_parameter(p->g, i, &in->shape.s,
-				      tok_cstr(in->name, name, sizeof(name)) ?
-				      name : NULL);
-		if (id < 0)
-			return builder_error(p, in, id);
-		in->id = id;
 	}
 	return 0;
 }
 
+/*
+ * Builds computation @c with its parameters bound to @args (@site: the
+ * instruction that uses it, for errors); its root's value in *@out.
+ */
+static int build_comp(struct parser *p, struct comp *c, int nargs,
+		      const struct hval *args, const struct tok *site,
+		      struct hval *out)
+{
+	struct inst **by, *in;
+	int i;
+
+	if (nargs != c->nparams)
+		return error_at(p, site->loc,
+				"computation '%.*s' takes %d parameters, given %d",
+				(int)c->name->n, c->name->s, c->nparams, nargs);
+	by = alloc_array(p, c->nparams + 1, sizeof(*by));
+	if (!by || index_params(p, c, by))
+		return p->ret;
+	for (i = 0; i < nargs; i++) {
+		in = by[i];
+		in->v = args[i];
+		if (!hval_is(p, &in->v, &in->shape)) {
+			char a[80], b[80];
+
+			fmt_hshape(a, sizeof(a), &in->shape);
+			fmt_hval(p, b, sizeof(b), &in->v);
+			return error_at(p, in->shape.loc,
+					"parameter %d of '%.*s' is %s, given %s",
+					i, (int)c->name->n, c->name->s, a, b);
+		}
+	}
+	for (in = c->first; in; in = in->next)
+		if (in->op->kind != OK_PARAM && build_inst(p, in))
+			return p->ret;
+	*out = c->root->v;
+	return 0;
+}
+
+/* The ENTRY parameters as graph parameters, tuples leaf by leaf. */
+static int make_params(struct parser *p, const struct inst *in,
+		       const struct hshape *sh, int *next, struct hval *v)
+{
+	char name[128];
+	int i, id;
+
+	memset(v, 0, sizeof(*v));
+	if (sh->tuple) {
+		v->n = sh->n;
+		v->e = alloc_array(p, sh->n + 1, sizeof(*v->e));
+		if (!v->e)
+			return p->ret;
+		for (i = 0; i < sh->n; i++)
+			if (make_params(p, in, &sh->elem[i], next, &v->e[i]))
+				return p->ret;
+		return 0;
+	}
+	id = vtpu_g_parameter(p->g, (*next)++, &sh->s,
+			      tok_cstr(in->name, name, sizeof(name)) ?
+			      name : NULL);
+	if (id < 0)
+		return builder_error(p, in, id);
+	*v = array_val(id);
+	return 0;
+}
+
+/* The leaves of @v, in order, into @ids (NULL: only counted). */
+static int leaves(const struct hval *v, int *ids, int n)
+{
+	int i;
+
+	if (v->n < 0) {
+		if (ids)
+			ids[n] = v->id;
+		return n + 1;
+	}
+	for (i = 0; i < v->n; i++)
+		n = leaves(&v->e[i], ids, n);
+	return n;
+}
+
 static int build(struct parser *p)
 {
-	const struct comp *c = p->entry;
-	struct inst *in;
-	int ret, one;
+	struct comp *c = p->entry;
+	struct hval *args, out;
+	struct inst **by;
+	int i, next = 0, n, *ids, ret;
 
 	p->g = vtpu_graph_new();
 	if (!p->g)
 		return oom(p);
-	if (build_params(p, c))
+	by = alloc_array(p, c->nparams + 1, sizeof(*by));
+	args = alloc_array(p, c->nparams + 1, sizeof(*args));
+	if (!by || !args || index_params(p, c, by))
 		return p->ret;
-	for (in = c->first; in; in = in->next)
-		if (build_inst(p, in))
+	for (i = 0; i < c->nparams; i++)
+		if (make_params(p, by[i], &by[i]->shape, &next, &args[i]))
 			return p->ret;
-	in = c->root;
-	if (in->is_tuple) {
-		if (!in->ntuple)
-			return error_at(p, in->op_tok->loc,
-					"unsupported: an empty tuple as the result");
-		ret = vtpu_g_outputs(p->g, in->ntuple, in->tuple);
-	} else {
-		one = in->id;
-		ret = vtpu_g_outputs(p->g, 1, &one);
-	}
+	if (build_comp(p, c, c->nparams, args, c->name, &out))
+		return p->ret;
+	n = leaves(&out, NULL, 0);
+	if (!n)
+		return error_at(p, c->root->op_tok->loc,
+				"unsupported: an empty tuple as the result");
+	ids = alloc_array(p, n, sizeof(*ids));
+	if (!ids)
+		return p->ret;
+	leaves(&out, ids, 0);
+	ret = vtpu_g_outputs(p->g, n, ids);
 	if (ret < 0)
-		return builder_error(p, in, ret);
+		return builder_error(p, c->root, ret);
 	return 0;
 }
 

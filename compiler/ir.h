@@ -233,6 +233,25 @@ size_t ir_const_bytes(const struct ir_node *n);
 bool ir_attrs_eq(const struct ir_graph *g, const struct ir_node *a,
 		 const struct ir_node *b);
 
+/* ---- compose.c: functions the device lacks, from the ones it has -------- */
+
+/*
+ * Each takes builder values (f32 unless said) and returns a new value or
+ * the -errno of the first builder call that failed; a negative argument
+ * is passed on, so a chain needs one check at its end.
+ */
+enum compose_rounding { ROUND_FLOOR, ROUND_CEIL, ROUND_EVEN, ROUND_AWAY };
+/* The scalar @x in @like's type, broadcast to its shape. */
+int compose_splat(struct vtpu_graph *g, double x, int like);
+int compose_trunc(struct vtpu_graph *g, int x);	/* |x| < 2^31 */
+int compose_sign(struct vtpu_graph *g, int x);	/* f32 or s32 */
+int compose_round(struct vtpu_graph *g, int x, enum compose_rounding mode);
+int compose_erf(struct vtpu_graph *g, int x);
+int compose_sin_cos(struct vtpu_graph *g, int x, int want_cos);
+/* f32 or s32; @floor_mod: the divisor's sign, else the dividend's. */
+int compose_mod(struct vtpu_graph *g, int a, int b, bool floor_mod);
+int compose_round_f16(struct vtpu_graph *g, int x);
+
 /* ---- eval.c: the reference evaluator ------------------------------------ */
 
 /*

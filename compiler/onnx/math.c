@@ -434,61 +434,10 @@ int onnx_op_thresholded_relu(struct ctx *c, node_t *n, const struct opdef *d)
 			onnx_chk(c, vtpu_g_select(c->g, p, x, onnx_splat(c, 0, x))));
 }
 
-/*
- * Floor (arg 0), Ceil (1), Round (2, half to even) of f32. The device's
- * f32 -> s32 conversion truncates, so t = trunc(x) for |x| < 2^23 (above,
- * x is an integer already, or inf or NaN, and is its own result); then
- * step t by one where it is on the wrong side, or (Round) where the
- * fraction is over one half, or exactly one half and t is odd.
- */
+/* Floor (arg 0), Ceil (1), Round (2, half to even) of f32: compose.c. */
 static int rounding(struct ctx *c, int x, int mode)
 {
-	int t, big, adj, y, one, zero;
-
-	t = onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_S32));
-	t = t < 0 ? t : onnx_chk(c, vtpu_g_convert(c->g, t, VTPU_F32));
-	one = onnx_splat(c, 1, x);
-	zero = onnx_splat(c, 0, x);
-	if (t < 0 || one < 0 || zero < 0)
-		return -EINVAL;
-	if (mode == 0) {	/* t > x: one less */
-		adj = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, t, x));
-		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, adj,
-					onnx_splat(c, -1, x), zero));
-	} else if (mode == 1) {	/* t < x: one more */
-		adj = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, t, x));
-		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, adj, one, zero));
-	} else {
-		int fr = onnx_binary(c, VTPU_SUB, x, t), a, s, over, half, odd, h;
-
-		a = fr < 0 ? fr : onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, fr));
-		/* the step's direction: x's sign */
-		s = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, x, zero));
-		s = s < 0 ? s : onnx_chk(c, vtpu_g_select(c->g, s, onnx_splat(c, -1, x), one));
-		over = a < 0 ? a : onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, a,
-							      onnx_splat(c, 0.5, x)));
-		half = a < 0 ? a : onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, a,
-							      onnx_splat(c, 0.5, x)));
-		/* t odd: t - 2 * trunc(t / 2) != 0 (t / 2 is exact) */
-		h = onnx_binary(c, VTPU_MUL, t, onnx_splat(c, 0.5, x));
-		h = h < 0 ? h : onnx_chk(c, vtpu_g_convert(c->g, h, VTPU_S32));
-		h = h < 0 ? h : onnx_chk(c, vtpu_g_convert(c->g, h, VTPU_F32));
-		h = h < 0 ? h : onnx_binary(c, VTPU_MUL, h, onnx_splat(c, 2, x));
-		odd = h < 0 ? h : onnx_chk(c, vtpu_g_compare(c->g, VTPU_NE, t, h));
-		if (s < 0 || over < 0 || half < 0 || odd < 0)
-			return -EINVAL;
-		/* half and odd: step; over: step; else 0 */
-		adj = onnx_chk(c, vtpu_g_select(c->g, odd, s, zero));
-		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, half, adj, zero));
-		adj = adj < 0 ? adj : onnx_chk(c, vtpu_g_select(c->g, over, s, adj));
-	}
-	y = adj < 0 ? adj : onnx_binary(c, VTPU_ADD, t, adj);
-	big = onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, x));
-	big = big < 0 ? big : onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, big,
-							 onnx_splat(c, 8388608.0, x)));
-	if (y < 0 || big < 0)
-		return -EINVAL;
-	return onnx_chk(c, vtpu_g_select(c->g, big, y, x));
+	return onnx_chk(c, compose_round(c->g, x, (enum compose_rounding)mode));
 }
 
 int onnx_op_floor_ceil_round(struct ctx *c, node_t *n, const struct opdef *d)
@@ -604,35 +553,15 @@ static int f32_in(struct ctx *c, node_t *n)
 	return x;
 }
 
-/*
- * Erf from the device's exact GELU: erf(z) = 2 gelu(y) / y - 1 with
- * y = z sqrt2, where |z| >= 1/2 (z clamped to +-10, where erf is +-1 in
- * f32 and gelu(inf) / inf would be NaN); below, where that difference
- * cancels, the Taylor series to z^13 (relative error < 1e-8 at 1/2).
- * Exact GELU as torch exports it, x (1 + erf(x / sqrt2)) / 2, follows.
- */
+/* Erf: compose.c's, from the device's exact GELU. */
 int onnx_op_erf(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	static const double taylor[] = {
-		1.1283791670955126, -0.37612638903183754, 0.11283791670955126,
-		-0.026866170645131252, 0.005223977625442188,
-		-0.0008548327023450852, 0.00012055332981789664,
-	};
-	int z = f32_in(c, n), small, big, y;
+	int z = f32_in(c, n);
 
 	(void)d;
 	if (z < 0)
 		return z;
-	small = mul(c, z, horner(c, mul(c, z, z), taylor, 7));
-	y = onnx_binary(c, VTPU_MIN, z, onnx_splat(c, 10, z));
-	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, -10, z));
-	y = mul(c, y, onnx_splat(c, M_SQRT2, z));
-	big = onnx_chk(c, vtpu_g_unary(c->g, VTPU_GELU, y));
-	big = onnx_binary(c, VTPU_DIV, mul(c, big, onnx_splat(c, 2, z)), y);
-	big = onnx_binary(c, VTPU_SUB, big, onnx_splat(c, 1, z));
-	y = cmp(c, VTPU_LT, onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, z)), 0.5);
-	y = sel(c, y, small, big);
-	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+	return onnx_out(c, n, 0, onnx_chk(c, compose_erf(c->g, z)));
 }
 
 /*
@@ -724,49 +653,9 @@ int onnx_gelu_peephole(struct ctx *c, node_t *n)
 	return y < 0 ? y : onnx_out(c, n, 0, y);
 }
 
-/*
- * sin (@want 0) or cos (1) of f32 @x: x = k pi/2 + r with |r| <= pi/4
- * (pi/2 in three parts, Cody and Waite's, whose products with k are
- * exact for |k| < 2^16), then Cephes' minimax polynomials for sin r and
- * cos r, chosen and signed by k mod 4. A few ulp for |x| < 10^4; beyond,
- * the reduction loses what f32 cannot hold.
- */
 static int sin_cos(struct ctx *c, int x, int want)
 {
-	static const double ps[] = { -1.6666654611e-1, 8.3321608736e-3,
-				      -1.9515295891e-4 };
-	static const double pc[] = { 4.166664568298827e-2,
-				     -1.388731625493765e-3,
-				     2.443315711809948e-5 };
-	int u, k, r, z, s, co, q, t, odd, neg, y;
-
-	u = mul(c, x, onnx_splat(c, M_2_PI, x));
-	u = onnx_binary(c, VTPU_MIN, u, onnx_splat(c, 1 << 23, x));
-	u = onnx_binary(c, VTPU_MAX, u, onnx_splat(c, -(1 << 23), x));
-	k = trunc_f32(c, add(c, u, sel(c, cmp(c, VTPU_LT, u, 0),
-				       onnx_splat(c, -0.5, x),
-				       onnx_splat(c, 0.5, x))));
-	r = onnx_binary(c, VTPU_SUB, x, mul(c, k, onnx_splat(c, 1.5703125, x)));
-	r = onnx_binary(c, VTPU_SUB, r, mul(c, k, onnx_splat(c, 4.837512969970703125e-4, x)));
-	r = onnx_binary(c, VTPU_SUB, r, mul(c, k, onnx_splat(c, 7.54978995489188216e-8, x)));
-	z = mul(c, r, r);
-	s = add(c, r, mul(c, mul(c, r, z), horner(c, z, ps, 3)));
-	co = onnx_binary(c, VTPU_SUB, onnx_splat(c, 1, x),
-			 mul(c, z, onnx_splat(c, 0.5, x)));
-	co = add(c, co, mul(c, mul(c, z, z), horner(c, z, pc, 3)));
-	/* q = k mod 4, floor(k / 4) exact; cos x = sin(x + pi/2) */
-	t = mul(c, k, onnx_splat(c, 0.25, x));
-	q = trunc_f32(c, t);
-	q = onnx_binary(c, VTPU_SUB, q, sel(c, onnx_chk(c, vtpu_g_compare(c->g,
-				VTPU_GT, q, t)), onnx_splat(c, 1, x), onnx_splat(c, 0, x)));
-	q = onnx_binary(c, VTPU_SUB, k, mul(c, q, onnx_splat(c, 4, x)));
-	q = add(c, q, onnx_splat(c, want, x));
-	odd = sel(c, cmp(c, VTPU_EQ, q, 1), cmp(c, VTPU_EQ, q, 1),
-		  cmp(c, VTPU_EQ, q, 3));
-	neg = sel(c, cmp(c, VTPU_GE, q, 2), cmp(c, VTPU_LE, q, 3),
-		  cmp(c, VTPU_LT, q, 0));
-	y = sel(c, odd, co, s);
-	return sel(c, neg, onnx_chk(c, vtpu_g_unary(c->g, VTPU_NEG, y)), y);
+	return onnx_chk(c, compose_sin_cos(c->g, x, want));
 }
 
 /* Sin (arg 0), Cos (1), Tan (2). */
@@ -898,15 +787,10 @@ int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d)
 	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
 }
 
-/*
- * Mod: a - trunc(a / b) b, computed in f32 (integers as f32, exact below
- * 2^24, and back); fmod = 0 (integers only) takes the divisor's sign.
- * A quotient rounded up to the next integer leaves a remainder of the
- * wrong sign, which one more step of b puts right.
- */
+/* Mod: compose.c's remainder; fmod = 0 (integers only) takes the divisor's sign. */
 int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int v[2] = { onnx_in(c, n, 0), onnx_in(c, n, 1) }, a, b, r, fix;
+	int v[2] = { onnx_in(c, n, 0), onnx_in(c, n, 1) };
 	bool fmod_ = onnx_attr_i(n, "fmod", 0) != 0;
 	enum vtpu_type t;
 
@@ -918,19 +802,7 @@ int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d)
 		return onnx_fail(c, "unsupported type %s", type_name(t));
 	if (t == VTPU_F32 && !fmod_)
 		return onnx_fail(c, "fmod=0 is for integers");
-	a = t == VTPU_F32 ? v[0] : onnx_chk(c, vtpu_g_convert(c->g, v[0], VTPU_F32));
-	b = t == VTPU_F32 ? v[1] : onnx_chk(c, vtpu_g_convert(c->g, v[1], VTPU_F32));
-	r = sub(c, a, mul(c, trunc_f32(c, dvd(c, a, b)), b));
-	/* |r| must not exceed |b|, with a's sign: step toward zero */
-	fix = sel(c, cmp(c, VTPU_LT, a, 0), cmp(c, VTPU_GT, r, 0), cmp(c, VTPU_LT, r, 0));
-	r = sel(c, fix, sel(c, cmp(c, VTPU_LT, mul(c, r, b), 0), add(c, r, b), sub(c, r, b)), r);
-	if (!fmod_) {	/* the divisor's sign: r + b where r and b differ */
-		fix = sel(c, cmp(c, VTPU_LT, b, 0), cmp(c, VTPU_GT, r, 0), cmp(c, VTPU_LT, r, 0));
-		r = sel(c, fix, add(c, r, b), r);
-	}
-	if (t == VTPU_S32)
-		r = onnx_chk(c, vtpu_g_convert(c->g, r, VTPU_S32));
-	return onnx_out(c, n, 0, c->failed ? -EINVAL : r);
+	return onnx_out(c, n, 0, onnx_chk(c, compose_mod(c->g, v[0], v[1], !fmod_)));
 }
 
 /* Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)). */
@@ -1042,20 +914,8 @@ int onnx_op_bitshift(struct ctx *c, node_t *n, const struct opdef *d)
 	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
 }
 
-/*
- * f32 @x rounded to float16's precision, kept in f32 (the device has no
- * float16): 11 significant bits by Veltkamp's split (x 8193 - (x 8193 -
- * x)), multiples of 2^-24 below 2^-14 (subnormals, (x + 3/4) - 3/4), and
- * infinity from 65520 up.
- */
+/* f32 @x rounded to float16's precision, kept in f32: compose.c. */
 static int round_half(struct ctx *c, int x)
 {
-	int a = unary(c, VTPU_ABS, x), p, hi, tiny, inf;
-
-	p = mul(c, x, kst(c, 8193, x));
-	hi = sub(c, p, sub(c, p, x));
-	tiny = sub(c, add(c, x, kst(c, 0.75, x)), kst(c, 0.75, x));
-	inf = sel(c, cmp(c, VTPU_LT, x, 0), kst(c, -INFINITY, x), kst(c, INFINITY, x));
-	hi = sel(c, cmp(c, VTPU_LT, a, 1.0 / 16384), tiny, hi);
-	return sel(c, cmp(c, VTPU_GE, a, 65520), inf, hi);
+	return onnx_chk(c, compose_round_f16(c->g, x));
 }

@@ -98,6 +98,54 @@ static const struct ir_node *node(const struct vtpu_graph *g, int v)
 	return &g->ir.nodes[v];
 }
 
+/*
+ * Parses @text and evaluates it with the reference evaluator (eval.c,
+ * which knows nothing of the frontend) on f32 or s32 inputs @in; output
+ * @k's elements, as doubles, in @out. The expected values in the tests
+ * are worked out by hand from XLA's semantics.
+ */
+static int eval_hlo(struct __test_metadata *_metadata, const char *text,
+		    const void *const *in, int k, double *out, int max)
+{
+	struct vtpu_graph *g = parse_ok(_metadata, text);
+	void *outs[16] = { 0 };
+	struct vtpu_shape s;
+	int64_t n, i;
+	int ret;
+
+	ret = ir_eval(&g->ir, in, outs);
+	ASSERT_EQ(0, ret);
+	ASSERT_LT(k, g->ir.nout);
+	ASSERT_EQ(0, vtpu_graph_shape(g, output(g, k), &s));
+	n = (int64_t)vtpu_shape_elems(&s);
+	ASSERT_LE(n, max);
+	for (i = 0; i < n; i++) {
+		if (s.type == VTPU_F32)
+			out[i] = ((float *)outs[k])[i];
+		else if (s.type == VTPU_S32)
+			out[i] = ((int32_t *)outs[k])[i];
+		else if (s.type == VTPU_PRED)
+			out[i] = ((uint8_t *)outs[k])[i];
+		else
+			out[i] = vtpu_bf16_to_f32(((uint16_t *)outs[k])[i]);
+	}
+	for (i = 0; i < g->ir.nout; i++)
+		free(outs[i]);
+	vtpu_graph_free(g);
+	return (int)n;
+}
+
+#define ASSERT_VALUES(got, n, ...) do { \
+	const double want_[] = { __VA_ARGS__ }; \
+	int i_; \
+	ASSERT_EQ((int)(sizeof(want_) / sizeof(want_[0])), n); \
+	for (i_ = 0; i_ < (n); i_++) { \
+		double g_ = (got)[i_], w_ = want_[i_]; \
+		ASSERT_TRUE(fabs(g_ - w_) <= 1e-5 * (1 + fabs(w_))) \
+			TH_LOG("element %d: %.9g, want %.9g", i_, g_, w_); \
+	} \
+} while (0)
+
 /* ---- modules that parse ---------------------------------------------------- */
 
 TEST(elementwise_binary_ops_keep_the_shape)
@@ -486,13 +534,13 @@ TEST(constant_literals)
 		"  f = f32[4] constant({inf, -inf, nan, -0})\n"
 		"  i = s32[] constant(-7)\n"
 		"  h = bf16[2] constant({1.5, 3.14159})\n"
-		"  l = s64[] constant(-9223372036854775808)\n"
-		"  ROOT t = (f32[2,2], pred[3], f32[4], s32[], bf16[2], s64[]) tuple(m, p, f, i, h, l)\n"
+		"  l = s64[] constant(-2147483648)\n"
+		"  ROOT t = (f32[2,2], pred[3], f32[4], s32[], bf16[2], s32[]) tuple(m, p, f, i, h, l)\n"
 		"}\n");
 	const float *m = node(g, 0)->a.cst.data, *f = node(g, 2)->a.cst.data;
 	const uint8_t *p = node(g, 1)->a.cst.data;
 	const uint16_t *h = node(g, 4)->a.cst.data;
-	int64_t l;
+	int32_t l;
 
 	ASSERT_EQ(1.0f, m[0]);
 	ASSERT_EQ(2.5f, m[1]);
@@ -508,8 +556,9 @@ TEST(constant_literals)
 	ASSERT_EQ(-7, *(int32_t *)node(g, 3)->a.cst.data);
 	ASSERT_EQ(0x3fc0, h[0]);	/* 1.5 */
 	ASSERT_EQ(0x4049, h[1]);	/* 3.14159 rounds to 3.140625 */
-	memcpy(&l, node(g, 5)->a.cst.data, 8);
-	ASSERT_EQ(INT64_MIN, l);
+	/* s64 is held as s32, as JAX holds it without x64 */
+	memcpy(&l, node(g, 5)->a.cst.data, 4);
+	ASSERT_EQ(INT32_MIN, l);
 	ASSERT_STREQ("f32[2,2]", SHAPE(g, 0));
 	vtpu_graph_free(g);
 }
@@ -586,34 +635,649 @@ TEST(error_buffer_is_optional_and_truncated)
 
 	ASSERT_EQ(-EINVAL, vtpu_hlo_parse("x", 1, &g, NULL, 0));
 	ASSERT_EQ(-EINVAL, vtpu_hlo_parse("x", 1, &g, err, sizeof(err)));
-	ASSERT_STREQ("1:1", err);
+	ASSERT_STREQ("1:2", err);
 	ASSERT_EQ(-EINVAL, vtpu_hlo_parse(NULL, 0, &g, NULL, 0));
 	ASSERT_EQ(-EINVAL, vtpu_hlo_parse("x", 1, NULL, NULL, 0));
 	ASSERT_NULL(g);
+}
+
+/* ---- what JAX and torch-xla emit: each checked on the reference evaluator -- */
+
+#define SCALAR_COMP(name, op) \
+	name " {\n" \
+	"  a = f32[] parameter(0)\n" \
+	"  b = f32[] parameter(1)\n" \
+	"  ROOT r = f32[] " op "(a, b)\n" \
+	"}\n"
+
+/* fori_loop: the counter in the state, compared with a constant bound. */
+TEST(while_loop_with_a_known_trip_count_unrolls)
+{
+	static const float x[2] = { 1, 2 };
+	const void *in[] = { x };
+	double out[4];
+	const char *text;
+	int n;
+
+	text = "HloModule jit_loop\n"
+		"body {\n"
+		"  s = (s32[], f32[2]) parameter(0)\n"
+		"  i = s32[] get-tuple-element(s), index=0\n"
+		"  v = f32[2] get-tuple-element(s), index=1\n"
+		"  i1 = s32[] add(i, s32[] constant(1))\n"
+		"  two = f32[2] constant({2, 2})\n"
+		"  one = f32[2] constant({1, 1})\n"
+		"  v1 = f32[2] add(f32[2] multiply(v, two), one)\n"
+		"  ROOT t = (s32[], f32[2]) tuple(i1, v1)\n"
+		"}\n"
+		"cond {\n"
+		"  s = (s32[], f32[2]) parameter(0)\n"
+		"  i = s32[] get-tuple-element(s), index=0\n"
+		"  ROOT lt = pred[] compare(i, s32[] constant(3)), direction=LT\n"
+		"}\n"
+		"ENTRY main {\n"
+		"  x = f32[2] parameter(0)\n"
+		"  init = (s32[], f32[2]) tuple(s32[] constant(0), x)\n"
+		"  w = (s32[], f32[2]) while(init), condition=cond, body=body\n"
+		"  r = f32[2] get-tuple-element(w), index=1\n"
+		"  c = s32[] get-tuple-element(w), index=0\n"
+		"  ROOT o = (f32[2], s32[]) tuple(r, c)\n"
+		"}\n";
+	n = eval_hlo(_metadata, text, in, 0, out, 4);
+	ASSERT_VALUES(out, n, 15, 23);	/* x -> 2x + 1, three times */
+	n = eval_hlo(_metadata, text, in, 1, out, 4);
+	ASSERT_VALUES(out, n, 3);
+}
+
+TEST(while_loop_whose_trip_count_depends_on_data_is_refused)
+{
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "body {\n"
+			 "  v = f32[] parameter(0)\n"
+			 "  ROOT d = f32[] add(v, v)\n"
+			 "}\n"
+			 "cond {\n"
+			 "  v = f32[] parameter(0)\n"
+			 "  ROOT lt = pred[] compare(v, f32[] constant(10)), direction=LT\n"
+			 "}\n"
+			 "ENTRY e {\n"
+			 "  x = f32[] parameter(0)\n"
+			 "  ROOT w = f32[] while(x), condition=cond, body=body\n"
+			 "}\n",
+			 "12:18", "unsupported: while loop whose trip count depends on run-time values");
+}
+
+TEST(call_and_fusion_are_inlined)
+{
+	static const float x[3] = { 1, 2, 3 };
+	const void *in[] = { x };
+	double out[3];
+	const char *text =
+		"HloModule jit_f\n"
+		"square {\n"
+		"  a = f32[3] parameter(0)\n"
+		"  b = f32[3] parameter(1)\n"
+		"  ROOT m = f32[3] multiply(a, b)\n"
+		"}\n"
+		"fused_computation {\n"
+		"  p = f32[3] parameter(0)\n"
+		"  ROOT a = f32[3] add(p, f32[3] constant({1, 1, 1}))\n"
+		"}\n"
+		"ENTRY main {\n"
+		"  x = f32[3] parameter(0)\n"
+		"  c = f32[3] call(x, x), to_apply=square\n"
+		"  ROOT f = f32[3] fusion(c), kind=kLoop, calls=fused_computation\n"
+		"}\n";
+	int n = eval_hlo(_metadata, text, in, 0, out, 3);
+
+	ASSERT_VALUES(out, n, 2, 5, 10);
+}
+
+TEST(conditional_builds_the_branches_and_selects)
+{
+	static const float x[2] = { -1, 2 };
+	static const uint8_t t = 1, f;
+	static const int32_t far = 5, one = 1;
+	double out[2];
+	const char *pred =
+		"HloModule m\n"
+		"neg { a = f32[2] parameter(0)\n ROOT n = f32[2] negate(a) }\n"
+		"abs { a = f32[2] parameter(0)\n ROOT n = f32[2] abs(a) }\n"
+		"ENTRY e {\n"
+		"  x = f32[2] parameter(0)\n"
+		"  p = pred[] parameter(1)\n"
+		"  ROOT c = f32[2] conditional(p, x, x), true_computation=neg, false_computation=abs\n"
+		"}\n";
+	const char *index =
+		"HloModule m\n"
+		"neg { a = f32[2] parameter(0)\n ROOT n = f32[2] negate(a) }\n"
+		"abs { a = f32[2] parameter(0)\n ROOT n = f32[2] abs(a) }\n"
+		"dbl { a = f32[2] parameter(0)\n ROOT n = f32[2] add(a, a) }\n"
+		"ENTRY e {\n"
+		"  x = f32[2] parameter(0)\n"
+		"  i = s32[] parameter(1)\n"
+		"  ROOT c = f32[2] conditional(i, x, x, x), branch_computations={neg, abs, dbl}\n"
+		"}\n";
+	int n;
+
+	n = eval_hlo(_metadata, pred, (const void *[]){ x, &t }, 0, out, 2);
+	ASSERT_VALUES(out, n, 1, -2);
+	n = eval_hlo(_metadata, pred, (const void *[]){ x, &f }, 0, out, 2);
+	ASSERT_VALUES(out, n, 1, 2);
+	n = eval_hlo(_metadata, index, (const void *[]){ x, &one }, 0, out, 2);
+	ASSERT_VALUES(out, n, 1, 2);
+	/* an index out of range runs the last branch */
+	n = eval_hlo(_metadata, index, (const void *[]){ x, &far }, 0, out, 2);
+	ASSERT_VALUES(out, n, -2, 4);
+}
+
+TEST(dynamic_slice_clamps_its_starts)
+{
+	static const float x[12] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+	static const int32_t four = 4, minus = -1, three = 3;
+	double out[4];
+	const char *one =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = f32[5] parameter(0)\n"
+		"  i = s32[] parameter(1)\n"
+		"  ROOT d = f32[2] dynamic-slice(x, i), dynamic_slice_sizes={2}\n"
+		"}\n";
+	const char *two =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = f32[3,4] parameter(0)\n"
+		"  j = s32[] parameter(1)\n"
+		"  ROOT d = f32[2,2] dynamic-slice(x, s32[] constant(1), j), dynamic_slice_sizes={2,2}\n"
+		"}\n";
+	int n;
+
+	n = eval_hlo(_metadata, one, (const void *[]){ x, &four }, 0, out, 4);
+	ASSERT_VALUES(out, n, 3, 4);
+	n = eval_hlo(_metadata, one, (const void *[]){ x, &minus }, 0, out, 4);
+	ASSERT_VALUES(out, n, 0, 1);
+	n = eval_hlo(_metadata, two, (const void *[]){ x, &three }, 0, out, 4);
+	ASSERT_VALUES(out, n, 6, 7, 10, 11);
+}
+
+TEST(dynamic_update_slice_writes_its_window)
+{
+	static const float x[5] = { 0, 1, 2, 3, 4 }, u[2] = { 10, 20 };
+	static const int32_t two = 2, seven = 7;
+	double out[5];
+	const char *text =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = f32[5] parameter(0)\n"
+		"  u = f32[2] parameter(1)\n"
+		"  i = s32[] parameter(2)\n"
+		"  ROOT d = f32[5] dynamic-update-slice(x, u, i)\n"
+		"}\n";
+	int n;
+
+	n = eval_hlo(_metadata, text, (const void *[]){ x, u, &two }, 0, out, 5);
+	ASSERT_VALUES(out, n, 0, 1, 10, 20, 4);
+	n = eval_hlo(_metadata, text, (const void *[]){ x, u, &seven }, 0, out, 5);
+	ASSERT_VALUES(out, n, 0, 1, 2, 10, 20);
+}
+
+TEST(gather_takes_rows_and_points)
+{
+	static const float t[12] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+	static const int32_t rows[3] = { 3, 1, 9 }, pts[4] = { 2, 1, 0, 3 };
+	double out[12];
+	/* jnp.take(table, idx, axis=0): an index past the end is clamped */
+	const char *take =
+		"HloModule jit_take\n"
+		"ENTRY e {\n"
+		"  t = f32[4,3] parameter(0)\n"
+		"  i = s32[3,1] parameter(1)\n"
+		"  ROOT g = f32[3,3] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}, indices_are_sorted=false\n"
+		"}\n";
+	/* table[i, j] for index pairs */
+	const char *points =
+		"HloModule jit_points\n"
+		"ENTRY e {\n"
+		"  t = f32[3,4] parameter(0)\n"
+		"  i = s32[2,2] parameter(1)\n"
+		"  ROOT g = f32[2] gather(t, i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1}\n"
+		"}\n";
+	int n;
+
+	n = eval_hlo(_metadata, take, (const void *[]){ t, rows }, 0, out, 12);
+	ASSERT_VALUES(out, n, 9, 10, 11, 3, 4, 5, 9, 10, 11);
+	n = eval_hlo(_metadata, points, (const void *[]){ t, pts }, 0, out, 12);
+	ASSERT_VALUES(out, n, 9, 3);
+}
+
+TEST(iota_compare_select_and_clamp_make_masks)
+{
+	static const float x[3] = { -1, 0.5, 2 };
+	double out[9];
+	const char *mask =
+		"HloModule jit_causal\n"
+		"ENTRY e {\n"
+		"  r = s32[3,3] iota(), iota_dimension=0\n"
+		"  c = s32[3,3] iota(), iota_dimension=1\n"
+		"  m = pred[3,3] compare(r, c), direction=GE\n"
+		"  one = f32[3,3] broadcast(f32[] constant(1)), dimensions={}\n"
+		"  zero = f32[3,3] broadcast(f32[] constant(0)), dimensions={}\n"
+		"  ROOT s = f32[3,3] select(m, one, zero)\n"
+		"}\n";
+	const char *clamp =
+		"HloModule jit_clip\n"
+		"ENTRY e {\n"
+		"  x = f32[3] parameter(0)\n"
+		"  ROOT c = f32[3] clamp(f32[] constant(0), x, f32[] constant(1))\n"
+		"}\n";
+	int n;
+
+	n = eval_hlo(_metadata, mask, NULL, 0, out, 9);
+	ASSERT_VALUES(out, n, 1, 0, 0, 1, 1, 0, 1, 1, 1);
+	n = eval_hlo(_metadata, clamp, (const void *[]){ x }, 0, out, 9);
+	ASSERT_VALUES(out, n, 0, 0.5, 1);
+}
+
+TEST(sine_cosine_and_the_roundings)
+{
+	static const float x[4] = { 0, 1.57079632679f, 3.14159265359f, -2.5f };
+	static const float h[4] = { 0.5f, 1.5f, 2.5f, -0.5f };
+	static const float small[2] = { 1e-6f, 1 };
+	double out[4];
+	const char *fmt =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = f32[4] parameter(0)\n"
+		"  ROOT y = f32[4] %s(x)\n"
+		"}\n";
+	char text[256];
+	int n;
+
+	snprintf(text, sizeof(text), fmt, "sine");
+	n = eval_hlo(_metadata, text, (const void *[]){ x }, 0, out, 4);
+	ASSERT_VALUES(out, n, 0, 1, 0, sin(-2.5));
+	snprintf(text, sizeof(text), fmt, "cosine");
+	n = eval_hlo(_metadata, text, (const void *[]){ x }, 0, out, 4);
+	ASSERT_VALUES(out, n, 1, 0, -1, cos(-2.5));
+	snprintf(text, sizeof(text), fmt, "floor");
+	n = eval_hlo(_metadata, text, (const void *[]){ h }, 0, out, 4);
+	ASSERT_VALUES(out, n, 0, 1, 2, -1);
+	snprintf(text, sizeof(text), fmt, "round-nearest-even");
+	n = eval_hlo(_metadata, text, (const void *[]){ h }, 0, out, 4);
+	ASSERT_VALUES(out, n, 0, 2, 2, 0);
+	snprintf(text, sizeof(text), fmt, "round-nearest-afz");
+	n = eval_hlo(_metadata, text, (const void *[]){ h }, 0, out, 4);
+	ASSERT_VALUES(out, n, 1, 2, 3, -1);
+	snprintf(text, sizeof(text), fmt, "sign");
+	n = eval_hlo(_metadata, text, (const void *[]){ x }, 0, out, 4);
+	ASSERT_VALUES(out, n, 0, 1, 1, -1);
+	/* expm1 and log1p keep their precision near 0 */
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  ROOT y = f32[2] exponential-minus-one(x)\n}\n",
+		     (const void *[]){ small }, 0, out, 4);
+	ASSERT_EQ(2, n);
+	ASSERT_TRUE(fabs(out[0] - 1.0000005e-6) < 1e-12) TH_LOG("%.9g", out[0]);
+	ASSERT_TRUE(fabs(out[1] - expm1(1)) < 1e-6);
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  ROOT y = f32[2] log-plus-one(x)\n}\n",
+		     (const void *[]){ small }, 0, out, 4);
+	ASSERT_TRUE(fabs(out[0] - 9.999995e-7) < 1e-12) TH_LOG("%.9g", out[0]);
+	ASSERT_TRUE(fabs(out[1] - log1p(1)) < 1e-6);
+}
+
+TEST(reduce_folds_in_its_init)
+{
+	static const float x[2] = { -3, -1 }, init = 5;
+	double out[1];
+	int n;
+
+	/* an init other than the identity takes part, as in XLA */
+	n = eval_hlo(_metadata, "HloModule m\n" SCALAR_COMP("mx", "maximum")
+		     "ENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  ROOT r = f32[] reduce(x, f32[] constant(0)), dimensions={0}, to_apply=mx\n}\n",
+		     (const void *[]){ x }, 0, out, 1);
+	ASSERT_VALUES(out, n, 0);
+	n = eval_hlo(_metadata, "HloModule m\n" SCALAR_COMP("sum", "add")
+		     "ENTRY e {\n  x = f32[2] parameter(0)\n  i = f32[] parameter(1)\n"
+		     "  ROOT r = f32[] reduce(x, i), dimensions={0}, to_apply=sum\n}\n",
+		     (const void *[]){ x, &init }, 0, out, 1);
+	ASSERT_VALUES(out, n, 1);
+}
+
+TEST(pad_with_interior_and_negative_padding)
+{
+	static const float x[2] = { 1, 2 };
+	double out[5];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  ROOT p = f32[5] pad(x, f32[] constant(0)), padding=1_1_1\n}\n",
+		     (const void *[]){ x }, 0, out, 5);
+	ASSERT_VALUES(out, n, 0, 1, 0, 2, 0);
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  ROOT p = f32[1] pad(x, f32[] constant(0)), padding=-1_0\n}\n",
+		     (const void *[]){ x }, 0, out, 5);
+	ASSERT_VALUES(out, n, 2);
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  ROOT p = f32[3] pad(x, f32[] constant(7)), padding=-1_1_1\n}\n",
+		     (const void *[]){ x }, 0, out, 5);
+	ASSERT_VALUES(out, n, 7, 2, 7);
+}
+
+TEST(tuple_parameters_and_nested_tuples)
+{
+	static const float a[2] = { 1, 2 }, b[2] = { 3, 4 }, c[1] = { 5 };
+	const char *text =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  p = (f32[2], (f32[2], f32[1])) parameter(0)\n"
+		"  i = (f32[2], f32[1]) get-tuple-element(p), index=1\n"
+		"  b = f32[2] get-tuple-element(i), index=0\n"
+		"  a = f32[2] get-tuple-element(p), index=0\n"
+		"  s = f32[2] add(a, b)\n"
+		"  ROOT t = (f32[2], (f32[2], f32[1])) tuple(s, i)\n"
+		"}\n";
+	struct vtpu_graph *g = parse_ok(_metadata, text);
+	double out[2];
+	int n;
+
+	/* leaf by leaf: three parameters, three outputs */
+	ASSERT_EQ(3, g->ir.nparams);
+	ASSERT_EQ(3, g->ir.nout);
+	vtpu_graph_free(g);
+	n = eval_hlo(_metadata, text, (const void *[]){ a, b, c }, 0, out, 2);
+	ASSERT_VALUES(out, n, 4, 6);
+	n = eval_hlo(_metadata, text, (const void *[]){ a, b, c }, 2, out, 2);
+	ASSERT_VALUES(out, n, 5);
+}
+
+/* jnp.argmax: a (value, index) reduce keeping the first of equal maxima. */
+TEST(argmax_is_a_variadic_reduce)
+{
+	static const float x[6] = { 1, 5, 5, 7, 2, 7 };
+	const char *text =
+		"HloModule jit_argmax\n"
+		"region_0.4 {\n"
+		"  Arg_0.5 = f32[] parameter(0)\n"
+		"  Arg_1.6 = s32[] parameter(1)\n"
+		"  Arg_2.7 = f32[] parameter(2)\n"
+		"  Arg_3.8 = s32[] parameter(3)\n"
+		"  compare.9 = pred[] compare(Arg_0.5, Arg_2.7), direction=GT\n"
+		"  compare.10 = pred[] compare(Arg_0.5, Arg_0.5), direction=NE\n"
+		"  or.11 = pred[] or(compare.9, compare.10)\n"
+		"  select.12 = f32[] select(or.11, Arg_0.5, Arg_2.7)\n"
+		"  compare.13 = pred[] compare(Arg_0.5, Arg_2.7), direction=EQ\n"
+		"  compare.14 = pred[] compare(Arg_1.6, Arg_3.8), direction=LT\n"
+		"  and.15 = pred[] and(compare.13, compare.14)\n"
+		"  or.16 = pred[] or(or.11, and.15)\n"
+		"  select.17 = s32[] select(or.16, Arg_1.6, Arg_3.8)\n"
+		"  ROOT tuple.18 = (f32[], s32[]) tuple(select.12, select.17)\n"
+		"}\n"
+		"ENTRY main.23 {\n"
+		"  Arg_0.1 = f32[2,3]{1,0} parameter(0)\n"
+		"  iota.2 = s32[2,3]{1,0} iota(), iota_dimension=1\n"
+		"  constant.3 = f32[] constant(-inf)\n"
+		"  constant.4 = s32[] constant(0)\n"
+		"  reduce.19 = (f32[2]{0}, s32[2]{0}) reduce(Arg_0.1, iota.2, constant.3, constant.4), dimensions={1}, to_apply=region_0.4\n"
+		"  ROOT get-tuple-element.21 = s32[2]{0} get-tuple-element(reduce.19), index=1\n"
+		"}\n";
+	double out[2];
+	int n = eval_hlo(_metadata, text, (const void *[]){ x }, 0, out, 2);
+
+	ASSERT_VALUES(out, n, 1, 0);
+}
+
+/* Flax's NHWC convolutions, by transposes; a 1-D one; reversal; base dilation. */
+TEST(convolution_of_any_layout)
+{
+	static const float img[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	static const float k[8] = { 1, 2, 1, 2, 1, 2, 1, 2 };
+	static const float s[3] = { 1, 2, 3 }, w[2] = { 1, 10 };
+	double out[8];
+	const char *nhwc =
+		"HloModule jit_conv\n"
+		"ENTRY e {\n"
+		"  x = f32[1,3,3,1] parameter(0)\n"
+		"  k = f32[2,2,1,2] parameter(1)\n"
+		"  ROOT c = f32[1,2,2,2] convolution(x, k), window={size=2x2}, dim_labels=b01f_01io->b01f\n"
+		"}\n";
+	char text[512];
+	int n;
+
+	/* feature 1's kernel is twice feature 0's, features innermost */
+	n = eval_hlo(_metadata, nhwc, (const void *[]){ img, k }, 0, out, 8);
+	ASSERT_VALUES(out, n, 12, 24, 16, 32, 24, 48, 28, 56);
+	snprintf(text, sizeof(text),
+		 "HloModule m\nENTRY e {\n  x = f32[1,1,3] parameter(0)\n"
+		 "  k = f32[1,1,2] parameter(1)\n"
+		 "  ROOT c = f32[1,1,%d] convolution(x, k), window={size=2%s}, dim_labels=bf0_oi0->bf0\n}\n",
+		 2, "");
+	n = eval_hlo(_metadata, text, (const void *[]){ s, w }, 0, out, 8);
+	ASSERT_VALUES(out, n, 21, 32);
+	snprintf(text, sizeof(text),
+		 "HloModule m\nENTRY e {\n  x = f32[1,1,3] parameter(0)\n"
+		 "  k = f32[1,1,2] parameter(1)\n"
+		 "  ROOT c = f32[1,1,%d] convolution(x, k), window={size=2%s}, dim_labels=bf0_oi0->bf0\n}\n",
+		 2, " rhs_reversal=1");
+	n = eval_hlo(_metadata, text, (const void *[]){ s, w }, 0, out, 8);
+	ASSERT_VALUES(out, n, 12, 23);
+	snprintf(text, sizeof(text),
+		 "HloModule m\nENTRY e {\n  x = f32[1,1,3] parameter(0)\n"
+		 "  k = f32[1,1,2] parameter(1)\n"
+		 "  ROOT c = f32[1,1,%d] convolution(x, k), window={size=2%s}, dim_labels=bf0_oi0->bf0\n}\n",
+		 4, " lhs_dilate=2");
+	n = eval_hlo(_metadata, text, (const void *[]){ s, w }, 0, out, 8);
+	ASSERT_VALUES(out, n, 1, 20, 2, 30);
+}
+
+TEST(reduce_window_pools)
+{
+	static const float x[4] = { 1, 3, 2, 5 };
+	double out[3];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\n" SCALAR_COMP("mx", "maximum")
+		     "ENTRY e {\n  x = f32[4] parameter(0)\n"
+		     "  ROOT r = f32[2] reduce-window(x, f32[] constant(-inf)), window={size=2 stride=2}, to_apply=mx\n}\n",
+		     (const void *[]){ x }, 0, out, 3);
+	ASSERT_VALUES(out, n, 3, 5);
+	n = eval_hlo(_metadata, "HloModule m\n" SCALAR_COMP("mx", "maximum")
+		     "ENTRY e {\n  x = f32[4] parameter(0)\n"
+		     "  ROOT r = f32[2] reduce-window(x, f32[] constant(-inf)), window={size=2 stride=2 pad=1_0}, to_apply=mx\n}\n",
+		     (const void *[]){ x }, 0, out, 3);
+	ASSERT_VALUES(out, n, 1, 3);
+	n = eval_hlo(_metadata, "HloModule m\n" SCALAR_COMP("sum", "add")
+		     "ENTRY e {\n  x = f32[4] parameter(0)\n"
+		     "  ROOT r = f32[3] reduce-window(x, f32[] constant(0)), window={size=2}, to_apply=sum\n}\n",
+		     (const void *[]){ x }, 0, out, 3);
+	ASSERT_VALUES(out, n, 4, 5, 7);
+}
+
+TEST(batch_norm_inference_and_training)
+{
+	static const float x[4] = { 1, 2, 3, 4 }, sc[2] = { 1, 2 }, of[2] = { 0, 1 };
+	static const float mean[2] = { 2, 3 }, var[2] = { 1, 4 };
+	double out[4];
+	const char *train =
+		"HloModule m\nENTRY e {\n  x = f32[2,2] parameter(0)\n"
+		"  s = f32[2] parameter(1)\n  o = f32[2] parameter(2)\n"
+		"  ROOT b = (f32[2,2], f32[2], f32[2]) batch-norm-training(x, s, o), epsilon=0, feature_index=1\n}\n";
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[2,2] parameter(0)\n"
+		     "  s = f32[2] parameter(1)\n  o = f32[2] parameter(2)\n"
+		     "  m = f32[2] parameter(3)\n  v = f32[2] parameter(4)\n"
+		     "  ROOT b = f32[2,2] batch-norm-inference(x, s, o, m, v), epsilon=0, feature_index=1\n}\n",
+		     (const void *[]){ x, sc, of, mean, var }, 0, out, 4);
+	ASSERT_VALUES(out, n, -1, 0, 1, 2);
+	/* column means 2 and 3, variances 1 and 1 */
+	n = eval_hlo(_metadata, train, (const void *[]){ x, sc, of }, 0, out, 4);
+	ASSERT_VALUES(out, n, -1, -1, 1, 3);
+	n = eval_hlo(_metadata, train, (const void *[]){ x, sc, of }, 1, out, 4);
+	ASSERT_VALUES(out, n, 2, 3);
+	n = eval_hlo(_metadata, train, (const void *[]){ x, sc, of }, 2, out, 4);
+	ASSERT_VALUES(out, n, 1, 1);
+}
+
+TEST(mixed_precision_dot_and_narrow_types)
+{
+	double out[1];
+	int n;
+
+	/* preferred_element_type=f32: bf16 operands, an f32 result */
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  a = bf16[1,2] constant({ {1.5, 2} })\n"
+		     "  b = bf16[2,1] constant({ {2}, {0.25} })\n"
+		     "  ROOT d = f32[1,1] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+		     NULL, 0, out, 1);
+	ASSERT_VALUES(out, n, 3.5);
+	/* s64 and u8 compute as s32, f64 as f32 */
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  a = s64[] constant(40)\n  b = u8[] constant(2)\n"
+		     "  c = s64[] convert(b)\n  s = s64[] add(a, c)\n"
+		     "  ROOT f = f64[] convert(s)\n}\n", NULL, 0, out, 1);
+	ASSERT_VALUES(out, n, 42);
+	ASSERT_HLO_ERROR("HloModule m\nENTRY e {\n  a = u32[] parameter(0)\n"
+			 "  ROOT c = pred[] compare(a, a), direction=LT\n}\n",
+			 "4:19", "unsupported: compare of u32 values");
+}
+
+TEST(barriers_collectives_and_annotations_are_their_operands)
+{
+	static const float x[2] = { 1, -2 };
+	double out[2];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\n" SCALAR_COMP("sum", "add")
+		     "ENTRY e {\n  x = f32[2] parameter(0)\n"
+		     "  t = (f32[2]) tuple(x)\n"
+		     "  b = (f32[2]) opt-barrier(t)\n"
+		     "  y = f32[2] get-tuple-element(b), index=0\n"
+		     "  s = f32[2] custom-call(y), custom_call_target=\"Sharding\", sharding={replicated}\n"
+		     "  ROOT r = f32[2] all-reduce(s), replica_groups={}, to_apply=sum\n}\n",
+		     (const void *[]){ x }, 0, out, 2);
+	ASSERT_VALUES(out, n, 1, -2);
+	ASSERT_HLO_ERROR("HloModule m\n" SCALAR_COMP("sum", "add")
+			 "ENTRY e {\n  x = f32[2] parameter(0)\n"
+			 "  ROOT r = f32[2] all-reduce(x), replica_groups={{0,1}}, to_apply=sum\n}\n",
+			 "9:19", "unsupported: all-reduce across more than one device");
+}
+
+/* .at[i].add and .at[i].set: out-of-range rows are dropped, as XLA does. */
+TEST(scatter_adds_and_replaces_rows)
+{
+	static const float x[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	static const float u[6] = { 10, 20, 30, 40, 50, 60 };
+	static const int32_t i[3] = { 1, 3, 9 };
+	double out[8];
+	const char *fmt =
+		"HloModule jit_scatter\n"
+		SCALAR_COMP("add", "add")
+		"set {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(1)\n}\n"
+		"ENTRY e {\n"
+		"  x = f32[4,2] parameter(0)\n"
+		"  i = s32[3,1] parameter(1)\n"
+		"  u = f32[3,2] parameter(2)\n"
+		"  ROOT s = f32[4,2] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%s\n"
+		"}\n";
+	char text[768];
+	int n;
+
+	snprintf(text, sizeof(text), fmt, "add");
+	n = eval_hlo(_metadata, text, (const void *[]){ x, i, u }, 0, out, 8);
+	ASSERT_VALUES(out, n, 0, 1, 12, 23, 4, 5, 36, 47);
+	snprintf(text, sizeof(text), fmt, "set");
+	n = eval_hlo(_metadata, text, (const void *[]){ x, i, u }, 0, out, 8);
+	ASSERT_VALUES(out, n, 0, 1, 10, 20, 4, 5, 30, 40);
+}
+
+/* jnp.argsort: keys and an iota, stable, along the last dimension. */
+TEST(sort_orders_every_operand_by_the_first)
+{
+	static const float k[8] = { 3, 1, 2, 1, 0.5, -1, 4, 0 };
+	const char *fmt =
+		"HloModule jit_argsort\n"
+		"cmp {\n"
+		"  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+		"  ROOT l = pred[] compare(a, b), direction=%s\n"
+		"}\n"
+		"ENTRY e {\n"
+		"  k = f32[2,4] parameter(0)\n"
+		"  io = s32[2,4] iota(), iota_dimension=1\n"
+		"  s = (f32[2,4], s32[2,4]) sort(k, io), dimensions={1}, is_stable=true, to_apply=cmp\n"
+		"  a = f32[2,4] get-tuple-element(s), index=0\n"
+		"  b = s32[2,4] get-tuple-element(s), index=1\n"
+		"  ROOT t = (f32[2,4], s32[2,4]) tuple(a, b)\n"
+		"}\n";
+	char text[768];
+	double out[8];
+	int n;
+
+	snprintf(text, sizeof(text), fmt, "LT");
+	n = eval_hlo(_metadata, text, (const void *[]){ k }, 0, out, 8);
+	ASSERT_VALUES(out, n, 1, 1, 2, 3, -1, 0, 0.5, 4);
+	n = eval_hlo(_metadata, text, (const void *[]){ k }, 1, out, 8);
+	ASSERT_VALUES(out, n, 1, 3, 2, 0, 1, 3, 0, 2);
+	snprintf(text, sizeof(text), fmt, "GT");
+	n = eval_hlo(_metadata, text, (const void *[]){ k }, 1, out, 8);
+	ASSERT_VALUES(out, n, 0, 2, 1, 3, 2, 0, 3, 1);
 }
 
 /* ---- malformed input: -EINVAL at the first problem --------------------------- */
 
 TEST(empty_input)
 {
-	ASSERT_HLO_ERROR("", "1:1", "expected 'HloModule', found end of input");
-	ASSERT_HLO_ERROR("  \n\n", "3:1", "expected 'HloModule'");
+	ASSERT_HLO_ERROR("", "1:1", "expected 'HloModule' or a computation, found end of input");
+	ASSERT_HLO_ERROR("  \n\n", "3:1", "expected 'HloModule' or a computation");
+	ASSERT_HLO_ERROR("HloModule m\n", "2:1", "no computation");
 }
 
-TEST(missing_module_header)
+/* Text cut out of a dump may start at ENTRY. */
+TEST(module_header_is_optional)
 {
-	ASSERT_HLO_ERROR("ENTRY e {\n  ROOT c = f32[] constant(1)\n}\n",
-			 "1:1", "expected 'HloModule', found 'ENTRY'");
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"ENTRY e {\n  ROOT c = f32[] constant(1)\n}\n");
+
+	ASSERT_STREQ("f32[]", SHAPE(g, output(g, 0)));
+	vtpu_graph_free(g);
+	ASSERT_HLO_ERROR("42 {\n}\n", "1:1", "expected 'HloModule' or a computation, found '42'");
+}
+
+/* Newer dumps print stack-frame tables after the header. */
+TEST(stack_frame_tables_are_skipped)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n"
+		"\n"
+		"FileNames\n1 \"/tmp/x.py\"\n"
+		"FunctionNames\n1 \"f\"\n"
+		"FileLocations\n1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=2 end_column=9}\n"
+		"StackFrames\n1 {file_location_id=1 parent_frame_id=0}\n"
+		"\n"
+		"ENTRY e {\n  p = f32[2] parameter(0), metadata={stack_frame_id=1}\n"
+		"  ROOT n = f32[2] negate(p)\n}\n");
+
+	ASSERT_EQ(OP_NEG, node(g, output(g, 0))->op);
+	vtpu_graph_free(g);
 }
 
 TEST(missing_entry)
 {
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 "\n"
-			 "add {\n"
-			 "  x = f32[] parameter(0)\n"
-			 "}\n",
-			 "6:1", "missing ENTRY computation");
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"neg {\n"
+		"  x = f32[3] parameter(0)\n"
+		"  ROOT n = f32[3] negate(x)\n"
+		"}\n"
+		"main {\n"
+		"  y = f32[3] parameter(0)\n"
+		"  ROOT a = f32[3] abs(y)\n"
+		"}\n");
+
+	/* XLA's rule: without ENTRY the last computation is the entry */
+	ASSERT_EQ(OP_ABS, node(g, output(g, 0))->op);
+	vtpu_graph_free(g);
 }
 
 TEST(second_entry)
@@ -643,15 +1307,21 @@ TEST(unsupported_opcode_is_named)
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "ENTRY e {\n"
 			 "  p = f32[2] parameter(0)\n"
-			 "  ROOT q = f32[2] exponential-minus-one(p)\n"
+			 "  ROOT q = f32[2] rng-bit-generator(p), algorithm=rng_default\n"
 			 "}\n",
-			 "4:19", "unsupported opcode 'exponential-minus-one'");
+			 "4:19", "unsupported opcode 'rng-bit-generator'");
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "ENTRY e {\n"
 			 "  p = f32[2] parameter(0)\n"
-			 "  ROOT q = f32[2] log-plus-one(p)\n"
+			 "  ROOT q = f32[2] shift-left(p, p)\n"
 			 "}\n",
-			 "4:19", "unsupported opcode 'log-plus-one'");
+			 "4:19", "unsupported opcode 'shift-left'");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  p = f32[2] parameter(0)\n"
+			 "  ROOT q = f32[2] custom-call(p), custom_call_target=\"TopK\"\n"
+			 "}\n",
+			 "4:54", "unsupported: custom-call target 'TopK'");
 }
 
 TEST(unsupported_opcodes_outside_entry_are_fine)
@@ -693,9 +1363,9 @@ TEST(unsupported_element_type)
 {
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "ENTRY e {\n"
-			 "  p = f64[2] parameter(0)\n"
+			 "  p = c64[2] parameter(0)\n"
 			 "}\n",
-			 "3:7", "unsupported element type 'f64'");
+			 "3:7", "unsupported element type 'c64'");
 }
 
 TEST(unsupported_dimensions)
@@ -916,7 +1586,7 @@ TEST(bad_constant_value)
 			 "ENTRY e {\n"
 			 "  ROOT c = s32[] constant(3000000000)\n"
 			 "}\n",
-			 "3:27", "number out of range");
+			 "3:27", "unsupported: 3000000000 is outside the device's s32 range");
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "ENTRY e {\n"
 			 "  ROOT c = f32[] constant(1e39)\n"
@@ -956,7 +1626,7 @@ TEST(wrong_to_apply)
 			 "  z = f32[] constant(0)\n"
 			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=sub\n"
 			 "}\n",
-			 "10:57", "to_apply 'sub' is not add, maximum or minimum");
+			 "10:57", "to_apply 'sub' is not add, maximum, minimum, and or or");
 	/* the add must combine the two parameters, not a parameter twice */
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "dbl {\n"
@@ -997,38 +1667,6 @@ TEST(to_apply_undefined)
 	"  ROOT s = f32[] maximum(x, y)\n" \
 	"}\n"
 
-TEST(reduce_init_is_not_the_identity)
-{
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 MAX_COMP
-			 "ENTRY e {\n"
-			 "  a = f32[4] parameter(0)\n"
-			 "  z = f32[] constant(0)\n"
-			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=max\n"
-			 "}\n",
-			 "10:28", "max reduce with init 0");
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 ADD_COMP
-			 "ENTRY e {\n"
-			 "  a = f32[4] parameter(0)\n"
-			 "  z = f32[] constant(1)\n"
-			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=add\n"
-			 "}\n",
-			 "10:28", "sum reduce with init 1");
-}
-
-TEST(reduce_init_is_not_a_constant)
-{
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 ADD_COMP
-			 "ENTRY e {\n"
-			 "  a = f32[4] parameter(0)\n"
-			 "  z = f32[] parameter(1)\n"
-			 "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=add\n"
-			 "}\n",
-			 "10:28", "the reduce's init must be a scalar constant");
-}
-
 TEST(variadic_reduce)
 {
 	ASSERT_HLO_ERROR("HloModule m\n"
@@ -1038,7 +1676,7 @@ TEST(variadic_reduce)
 			 "  z = f32[] constant(0)\n"
 			 "  ROOT r = (f32[], f32[]) reduce(a, a, z, z), dimensions={0}, to_apply=add\n"
 			 "}\n",
-			 "10:27", "variadic reduce");
+			 "10:72", "unsupported: variadic reduce other than argmax or argmin");
 }
 
 TEST(wrong_operand_count)
@@ -1107,14 +1745,16 @@ TEST(bad_comparison_direction)
 
 TEST(unsupported_convolution_layout)
 {
-	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
-			 "5:86", "unsupported dim_labels 'b01f_01io->b01f'");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1}, dim_labels=b012f_012io->b012f"),
+			 "5:86", "unsupported dim_labels 'b012f_012io->b012f'");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bx01"),
+			 "5:86", "unsupported dim_labels 'bf01_oi01->bx01'");
 }
 
 TEST(unsupported_convolution_window)
 {
-	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01"),
-			 "5:51", "unsupported: lhs_dilate");
+	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, batch_group_count=2"),
+			 "5:121", "unsupported: batch_group_count");
 	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3y3}, dim_labels=bf01_oi01->bf01"),
 			 "5:57", "bad size '3y3'");
 	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1x1}, dim_labels=bf01_oi01->bf01"),
@@ -1123,28 +1763,6 @@ TEST(unsupported_convolution_window)
 			 "5:51", "window size does not match the kernel");
 	ASSERT_HLO_ERROR(CONV_ENTRY("window={size=3x3 pad=1_1x1_1 stride=1x1x1}, dim_labels=bf01_oi01->bf01"),
 			 "5:51", "window stride must have 2 dimensions");
-}
-
-TEST(interior_padding)
-{
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 "ENTRY e {\n"
-			 "  p = f32[2] parameter(0)\n"
-			 "  z = f32[] constant(0)\n"
-			 "  ROOT q = f32[5] pad(p, z), padding=1_1_1\n"
-			 "}\n",
-			 "5:38", "unsupported: interior padding");
-}
-
-TEST(negative_padding)
-{
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 "ENTRY e {\n"
-			 "  p = f32[2] parameter(0)\n"
-			 "  z = f32[] constant(0)\n"
-			 "  ROOT q = f32[1] pad(p, z), padding=-1_0\n"
-			 "}\n",
-			 "5:38", "unsupported: negative padding");
 }
 
 TEST(pad_value_of_another_type)
@@ -1180,7 +1798,7 @@ TEST(get_tuple_element_of_a_non_tuple)
 			 "  p = f32[2] parameter(0)\n"
 			 "  ROOT q = f32[2] get-tuple-element(p), index=0\n"
 			 "}\n",
-			 "4:37", "get-tuple-element of 'p', not a tuple");
+			 "4:37", "get-tuple-element of 'p', which is not a tuple");
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "ENTRY e {\n"
 			 "  p = f32[2] parameter(0)\n"
@@ -1188,16 +1806,6 @@ TEST(get_tuple_element_of_a_non_tuple)
 			 "  ROOT q = f32[2] get-tuple-element(t), index=1\n"
 			 "}\n",
 			 "5:47", "index 1 out of range");
-}
-
-TEST(tuple_parameter)
-{
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 "ENTRY e {\n"
-			 "  p = (f32[2], f32[3]) parameter(0)\n"
-			 "  ROOT q = f32[2] get-tuple-element(p), index=0\n"
-			 "}\n",
-			 "3:7", "tuple-shaped parameter");
 }
 
 TEST(tuple_used_as_an_operand)
@@ -1209,17 +1817,6 @@ TEST(tuple_used_as_an_operand)
 			 "  ROOT q = f32[2] negate(t)\n"
 			 "}\n",
 			 "5:26", "tuple 't' as an operand");
-}
-
-TEST(nested_tuple)
-{
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 "ENTRY e {\n"
-			 "  p = f32[2] parameter(0)\n"
-			 "  t = (f32[2]) tuple(p)\n"
-			 "  ROOT u = ((f32[2]), f32[2]) tuple(t, p)\n"
-			 "}\n",
-			 "5:37", "unsupported: nested tuple");
 }
 
 TEST(empty_tuple_result)
@@ -1278,6 +1875,9 @@ TEST(trailing_garbage)
 TEST(truncated_input_at_every_length)
 {
 	size_t full = strrchr(mlp, '}') - mlp, len;
+	/* a prefix that ends after the first computation is a module */
+	size_t first = strstr(mlp, "\n}\n") + 2 - mlp;
+	size_t entry = strstr(mlp, "ENTRY") - mlp;
 
 	for (len = 0; len <= full; len++) {
 		struct vtpu_graph *g = (struct vtpu_graph *)&g;
@@ -1285,6 +1885,12 @@ TEST(truncated_input_at_every_length)
 		char err[256] = "";
 		size_t i;
 
+		if (len >= first && len <= entry) {
+			ASSERT_EQ(0, parse(mlp, len, &g, err, sizeof(err)))
+				TH_LOG("prefix of %zu bytes: %s", len, err);
+			vtpu_graph_free(g);
+			continue;
+		}
 		ASSERT_EQ(-EINVAL, parse(mlp, len, &g, err, sizeof(err)))
 			TH_LOG("prefix of %zu bytes", len);
 		ASSERT_NULL(g);

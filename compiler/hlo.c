@@ -3680,6 +3680,7 @@ static int build_bitcast(struct parser *p, struct inst *in)
 static int build_comp(struct parser *p, struct comp *c, int nargs,
 		      const struct hval *args, const struct tok *site,
 		      struct hval *out);
+static int leaves(const struct hval *v, int *ids, int n);
 
 /* Whether value @v has shape @sh (tuples element by element). */
 static bool hval_is(struct parser *p, const struct hval *v,
@@ -3789,49 +3790,12 @@ static int build_call(struct parser *p, struct inst *in)
 	return build_comp(p, c, in->nops, a, in->op_tok, &in->v);
 }
 
-/*
- * while(init), condition=c, body=b: unrolled. Before every iteration c
- * is built on the loop's state and must come out as a compile-time
- * constant (a counter against a bound, as fori_loop and scan make); a
- * loop whose trip count depends on run-time data is refused, since the
- * device has no branches yet.
- */
-static int build_while(struct parser *p, struct inst *in)
-{
-	struct hval state = in->ops[0]->v, cond;
-	int64_t iter;
-
-	if (need(p, in, AT_CONDITION) || need(p, in, AT_BODY))
-		return p->ret;
-	for (iter = 0;; iter++) {
-		if (build_comp(p, in->at->cond, 1, &state, in->op_tok, &cond))
-			return p->ret;
-		if (cond.n >= 0 || shape_of(p, cond.id).type != VTPU_PRED ||
-		    rank_of(p, cond.id))
-			return error_at(p, in->at->val[AT_CONDITION]->loc,
-					"the condition must give a pred scalar");
-		if (!cond.known)
-			return error_at(p, in->op_tok->loc,
-					"unsupported: while loop whose trip count depends on run-time values (%lld iterations were known)",
-					(long long)iter);
-		if (!cond.k)
-			break;
-		if (iter == MAX_UNROLL || p->g->ir.n > MAX_NODES)
-			return error_at(p, in->op_tok->loc,
-					"unsupported: while loop of more than %lld iterations or %d operations",
-					(long long)iter, MAX_NODES);
-		if (build_comp(p, in->at->body, 1, &state, in->op_tok, &state))
-			return p->ret;
-	}
-	in->v = state;
-	return 0;
-}
-
 /* select(@pred, @a, @b) through tuples; @pred a pred scalar. */
 static int select_hval(struct parser *p, const struct inst *in, int pred,
 		       const struct hval *a, const struct hval *b,
 		       struct hval *out)
 {
+	struct hval *e;
 	int i, y;
 
 	if (a->n != b->n)
@@ -3844,14 +3808,118 @@ static int select_hval(struct parser *p, const struct inst *in, int pred,
 		*out = array_val(y);
 		return 0;
 	}
-	out->n = a->n;
-	out->known = false;
-	out->e = alloc_array(p, a->n + 1, sizeof(*out->e));
-	if (!out->e)
+	/* @out may be @a or @b: built aside, then stored */
+	e = alloc_array(p, a->n + 1, sizeof(*e));
+	if (!e)
 		return p->ret;
 	for (i = 0; i < a->n; i++)
-		if (select_hval(p, in, pred, &a->e[i], &b->e[i], &out->e[i]))
+		if (select_hval(p, in, pred, &a->e[i], &b->e[i], &e[i]))
 			return p->ret;
+	memset(out, 0, sizeof(*out));
+	out->n = a->n;
+	out->e = e;
+	return 0;
+}
+
+/*
+ * The first array leaf of @v, made to fail the execution (-ERANGE, an
+ * index outside the table) when @bad is true at run time: a gather of
+ * its rows at their own positions, shifted past the end by @bad.
+ */
+static int guard_leaf(struct parser *p, const struct inst *in,
+		      struct hval *v, int bad)
+{
+	struct vtpu_shape s;
+	int64_t n, one = 1;
+	int x, idx, i;
+
+	if (v->n >= 0) {
+		for (i = 0; i < v->n; i++)
+			if (leaves(&v->e[i], NULL, 0))
+				return guard_leaf(p, in, &v->e[i], bad);
+		return 0;
+	}
+	s = shape_of(p, v->id);
+	x = s.rank ? v->id : vtpu_g_reshape(p->g, v->id, 1, &one);
+	n = s.rank ? s.dims[0] : 1;
+	idx = vtpu_g_select(p->g, bad, scalar_of(p, (double)n, VTPU_S32),
+			    scalar_of(p, 0, VTPU_S32));
+	idx = bin(p, VTPU_ADD, iota_s32(p, n),
+		  vtpu_g_broadcast(p->g, idx, 1, &n, NULL));
+	x = vtpu_g_gather(p->g, x, idx, 0, false);
+	if (!s.rank)
+		x = vtpu_g_reshape(p->g, x, 0, NULL);
+	if (x < 0)
+		return builder_error(p, in, x);
+	*v = array_val(x);
+	return 0;
+}
+
+/* The iterations a loop with a run-time trip count is given. */
+static int64_t while_limit(void)
+{
+	const char *e = getenv("VTPU_HLO_WHILE_LIMIT");
+	long long v = e ? atoll(e) : 0;
+
+	return v >= 1 && v <= MAX_UNROLL ? v : 128;
+}
+
+/*
+ * while(init), condition=c, body=b: unrolled. While c, built on the
+ * loop's state, comes out as a compile-time constant (a counter against
+ * a bound, as fori_loop and scan make), each iteration is plain. From
+ * the first one whose condition depends on run-time data, iterations
+ * are predicated: state = select(running, body(state), state), running
+ * = running and c(state), up to while_limit() of them
+ * ($VTPU_HLO_WHILE_LIMIT, 128 by default); a run still going after the
+ * last fails with -ERANGE instead of returning a wrong state. The
+ * device has no branches: this spends the limit's work on every run.
+ */
+static int build_while(struct parser *p, struct inst *in)
+{
+	struct hval state = in->ops[0]->v, cond, next;
+	int64_t iter, limit = while_limit(), k;
+	int running = -1;
+
+	if (need(p, in, AT_CONDITION) || need(p, in, AT_BODY))
+		return p->ret;
+	for (iter = 0;; iter++) {
+		if (build_comp(p, in->at->cond, 1, &state, in->op_tok, &cond))
+			return p->ret;
+		if (cond.n >= 0 || shape_of(p, cond.id).type != VTPU_PRED ||
+		    rank_of(p, cond.id))
+			return error_at(p, in->at->val[AT_CONDITION]->loc,
+					"the condition must give a pred scalar");
+		if (!cond.known)
+			break;
+		if (!cond.k) {
+			in->v = state;
+			return 0;
+		}
+		if (iter == MAX_UNROLL || p->g->ir.n > MAX_NODES)
+			return error_at(p, in->op_tok->loc,
+					"unsupported: while loop of more than %lld iterations or %d operations",
+					(long long)iter, MAX_NODES);
+		if (build_comp(p, in->at->body, 1, &state, in->op_tok, &state))
+			return p->ret;
+	}
+	running = cond.id;
+	for (k = 0; k < limit; k++) {
+		if (p->g->ir.n > MAX_NODES)
+			return error_at(p, in->op_tok->loc,
+					"unsupported: while loop whose trip count depends on run-time values, %lld iterations of it are more than %d operations",
+					(long long)k, MAX_NODES);
+		if (build_comp(p, in->at->body, 1, &state, in->op_tok, &next) ||
+		    select_hval(p, in, running, &next, &state, &state) ||
+		    build_comp(p, in->at->cond, 1, &state, in->op_tok, &cond))
+			return p->ret;
+		running = p_and(p, running, cond.id);
+		if (running < 0)
+			return builder_error(p, in, running);
+	}
+	if (guard_leaf(p, in, &state, running))
+		return p->ret;
+	in->v = state;
 	return 0;
 }
 

@@ -689,22 +689,38 @@ TEST(while_loop_with_a_known_trip_count_unrolls)
 	ASSERT_VALUES(out, n, 3);
 }
 
-TEST(while_loop_whose_trip_count_depends_on_data_is_refused)
+/*
+ * A loop until a value reaches 10: predicated iterations, up to the
+ * limit; a run that would go on past it fails instead of stopping short.
+ */
+TEST(while_loop_whose_trip_count_depends_on_data_runs_predicated)
 {
-	ASSERT_HLO_ERROR("HloModule m\n"
-			 "body {\n"
-			 "  v = f32[] parameter(0)\n"
-			 "  ROOT d = f32[] add(v, v)\n"
-			 "}\n"
-			 "cond {\n"
-			 "  v = f32[] parameter(0)\n"
-			 "  ROOT lt = pred[] compare(v, f32[] constant(10)), direction=LT\n"
-			 "}\n"
-			 "ENTRY e {\n"
-			 "  x = f32[] parameter(0)\n"
-			 "  ROOT w = f32[] while(x), condition=cond, body=body\n"
-			 "}\n",
-			 "12:18", "unsupported: while loop whose trip count depends on run-time values");
+	static const float three = 3, zero = 0;
+	const char *text =
+		"HloModule m\n"
+		"body {\n"
+		"  v = f32[] parameter(0)\n"
+		"  ROOT d = f32[] add(v, v)\n"
+		"}\n"
+		"cond {\n"
+		"  v = f32[] parameter(0)\n"
+		"  ROOT lt = pred[] compare(v, f32[] constant(10)), direction=LT\n"
+		"}\n"
+		"ENTRY e {\n"
+		"  x = f32[] parameter(0)\n"
+		"  ROOT w = f32[] while(x), condition=cond, body=body\n"
+		"}\n";
+	struct vtpu_graph *g;
+	void *outs[1] = { 0 };
+	double out[1];
+	int n;
+
+	n = eval_hlo(_metadata, text, (const void *[]){ &three }, 0, out, 1);
+	ASSERT_VALUES(out, n, 12);	/* 3, 6, 12 */
+	g = parse_ok(_metadata, text);
+	ASSERT_EQ(-ERANGE, ir_eval(&g->ir, (const void *[]){ &zero }, outs));
+	free(outs[0]);
+	vtpu_graph_free(g);
 }
 
 TEST(call_and_fusion_are_inlined)

@@ -153,10 +153,14 @@ bound_input(const struct vtpu_model_info *m, const struct vtpu_tensor *t,
 	return i < m->ninputs ? &m->inputs[i] : NULL;
 }
 
-/* Integers bind as int64 values, floats as doubles; others by dims only. */
+/*
+ * Integers and booleans bind as int64 values, floats as doubles; others
+ * by dims only. A boolean's value lets an If pick its branch.
+ */
 static enum vtpu_elem value_type(enum vtpu_elem dt)
 {
 	switch (dt) {
+	case VTPU_ELEM_BOOL:
 	case VTPU_ELEM_INT32:
 	case VTPU_ELEM_INT64:
 		return VTPU_ELEM_INT64;

@@ -98,6 +98,14 @@ enum { POST_NONE, POST_SQRT, POST_LOG };
 int onnx_fail(struct ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int onnx_chk(struct ctx *c, int id);
+/* Builds one node (a subgraph's too: control.c). */
+int onnx_add_node(struct ctx *c, node_t *n);
+
+/* ---- control.c ------------------------------------------------------------ */
+
+int onnx_op_if(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_loop(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_scan(struct ctx *c, node_t *n, const struct opdef *d);
 
 /* ---- fold.c -------------------------------------------------------------- */
 

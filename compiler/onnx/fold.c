@@ -50,8 +50,10 @@ static void put_int(struct cval *cv, int64_t i, int64_t x)
 /* Forgets the values a failed fold defined from @first on. */
 static void unfold(struct ctx *c, int first)
 {
-	for (int i = first; i < c->nv; i++)
+	for (int i = first; i < c->nv; i++) {
 		onnx_cval_free(c->v[i].c);
+		free(c->v[i].s);	/* a sequence a folded node made */
+	}
 	c->nv = first;
 	c->failed = false;
 }
@@ -526,7 +528,7 @@ static bool foldable(struct ctx *c, node_t *n, const struct opdef *d,
 		     bool *has_s64, bool *has_float, bool *f32_exact)
 {
 	static const char *const never =
-		"Constant,ConstantOfShape,Shape,Size,Identity,Dropout";
+		"Constant,ConstantOfShape,Shape,Size,Identity,Dropout,If,Loop,Scan";
 
 	*has_s64 = *has_float = false;
 	*f32_exact = true;

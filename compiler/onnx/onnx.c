@@ -117,6 +117,10 @@ static const struct opdef ops[] = {
 	{ "Softplus", 1, MAXV, onnx_op_softplus, 0, 0, "" },
 	{ "Clip", 6, MAXV, onnx_op_clip, 0, 0, "min,max" },
 	{ "Identity", 1, MAXV, onnx_op_identity, 0, 0, "" },
+	{ "If", 1, MAXV, onnx_op_if, 0, 0, "then_branch,else_branch" },
+	{ "Loop", 1, MAXV, onnx_op_loop, 0, 0, "body" },
+	{ "Scan", 8, MAXV, onnx_op_scan, 0, 0,
+	  "body,num_scan_inputs,directions,scan_input_axes,scan_input_directions,scan_output_axes,scan_output_directions" },
 	{ "Dropout", 7, MAXV, onnx_op_dropout, 0, 0, "ratio,seed" },
 	{ "Cast", 6, MAXV, onnx_op_cast, 0, 0, "to,saturate" },
 	{ "CastLike", 15, MAXV, onnx_op_castlike, 0, 0, "saturate" },
@@ -431,7 +435,7 @@ static int check_attrs(struct ctx *c, node_t *n, const struct opdef *d)
 	return 0;
 }
 
-static int add_node(struct ctx *c, node_t *n)
+int onnx_add_node(struct ctx *c, node_t *n)
 {
 	const char *dom = n->domain ? n->domain : "";
 	const struct opdef *d;
@@ -523,7 +527,7 @@ static int build_model(struct ctx *c, const Onnx__ModelProto *m)
 		return ret;
 	for (size_t i = 0; i < gp->n_node; i++) {
 		c->node = (int)i;
-		if (add_node(c, gp->node[i]))
+		if (onnx_add_node(c, gp->node[i]))
 			return -EINVAL;
 	}
 	c->node = -1;

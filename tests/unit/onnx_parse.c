@@ -461,6 +461,85 @@ TEST(bound_float_input)
 			   "scales 'scales' is not constant");
 }
 
+/* Evaluates output 0 of @g (f32) on the reference evaluator. */
+static int eval_out0(struct vtpu_graph *g, const void *const *in, float *out,
+		     size_t n)
+{
+	void *outs[8] = { 0 };
+	int ret = ir_eval(&g->ir, in, outs);
+
+	if (!ret)
+		memcpy(out, outs[0], n * sizeof(float));
+	for (int i = 0; i < g->ir.nout; i++)
+		free(outs[i]);
+	return ret;
+}
+
+/*
+ * If: a condition bound at compile time builds its branch alone; left
+ * to run time, both branches and a select, which must agree with it for
+ * either value. (test_if's branches are constants of five floats.)
+ */
+TEST(if_with_a_condition_known_or_not)
+{
+	static const int64_t t = 1, f;
+	struct vtpu_onnx_binding b = { .name = "cond", .rank = 0 };
+	struct vtpu_graph *g = NULL, *k = NULL;
+	float sel[5], want[5];
+	char err[512] = "";
+	int ret, which;
+
+	ret = parse_bound("node/test_if", NULL, 0, &g, err, sizeof(err));
+	if (ret == -ENOENT)
+		SKIP(return, "test_if is not installed");
+	ASSERT_EQ(0, ret) TH_LOG("%s", err);
+	ASSERT_GE(count_op(g, OP_SELECT), 1);
+	for (which = 0; which < 2; which++) {
+		b.values = which ? &t : &f;
+		ASSERT_EQ(0, parse_bound("node/test_if", &b, 1, &k, err, sizeof(err)))
+			TH_LOG("%s", err);
+		EXPECT_EQ(0, count_op(k, OP_SELECT));
+		/* the parameter is s32 0/1 at the boundary */
+		{
+			int32_t c32 = which;
+
+			ASSERT_EQ(0, eval_out0(k, (const void *[]){ &c32 }, want, 5));
+			ASSERT_EQ(0, eval_out0(g, (const void *[]){ &c32 }, sel, 5));
+		}
+		for (int i = 0; i < 5; i++)
+			EXPECT_EQ(want[i], sel[i]);
+		vtpu_graph_free(k);
+		k = NULL;
+	}
+	vtpu_graph_free(g);
+}
+
+/* Loop: the trip count must be known; Scan unrolls over its sequence. */
+TEST(loop_and_scan_unroll)
+{
+	static const int64_t m = 5, yes = 1;
+	struct vtpu_onnx_binding b[2] = {
+		{ .name = "trip_count", .rank = 0, .values = &m },
+		{ .name = "cond", .rank = 0, .values = &yes },
+	};
+	struct vtpu_graph *g = NULL;
+	char err[512] = "", buf[64];
+	int ret = parse_bound("node/test_loop11", b, 2, &g, err, sizeof(err));
+
+	if (ret == -ENOENT)
+		SKIP(return, "test_loop11 is not installed");
+	ASSERT_EQ(0, ret) TH_LOG("%s", err);
+	/* the scan output stacks one [1] value per iteration */
+	EXPECT_STREQ("5x1", out_dims(g, 1, buf, sizeof(buf)));
+	vtpu_graph_free(g);
+	ASSERT_MODEL_ERROR("node/test_loop11",
+			   "a trip count known only at run time");
+	ASSERT_EQ(0, parse_bound("node/test_scan9_sum", NULL, 0, &g, err, sizeof(err)))
+		TH_LOG("%s", err);
+	EXPECT_STREQ("3x2", out_dims(g, 1, buf, sizeof(buf)));
+	vtpu_graph_free(g);
+}
+
 TEST(bound_values_are_not_data)
 {
 	/*

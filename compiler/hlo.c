@@ -2032,9 +2032,15 @@ static int along(struct parser *p, int v, int d, int like)
 static int iota_s32(struct parser *p, int64_t n)
 {
 	struct vtpu_shape s = { .type = VTPU_S32, .rank = 1, .dims = { n } };
-	int32_t *d = alloc_array(p, (size_t)n, sizeof(*d));
+	int32_t *d;
 	int64_t i;
 
+	/* positions must be exact in f32, where integers reduce */
+	if (n > (1 << 24))
+		return ir_error(&p->g->ir, EINVAL,
+				"unsupported: a dimension of %lld to index",
+				(long long)n);
+	d = alloc_array(p, (size_t)n, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
@@ -2076,12 +2082,17 @@ static int reverse_dim(struct parser *p, int x, int d)
 {
 	int64_t n = shape_of(p, x).dims[d], i;
 	struct vtpu_shape s = { .type = VTPU_S32, .rank = 1, .dims = { n } };
-	int32_t *idx = alloc_array(p, (size_t)n, sizeof(*idx));
+	int32_t *idx;
 
-	if (!idx)
-		return -ENOMEM;
 	if (n == 1)
 		return x;
+	if (n > (1 << 24))
+		return ir_error(&p->g->ir, EINVAL,
+				"unsupported: reversing a dimension of %lld",
+				(long long)n);
+	idx = alloc_array(p, (size_t)n, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		idx[i] = (int32_t)(n - 1 - i);
 	return vtpu_g_gather(p->g, x, vtpu_g_constant(p->g, &s, idx), d,
@@ -3245,7 +3256,7 @@ static int build_sort(struct parser *p, struct inst *in)
 	for (i = 0; i < rank; i++)
 		if (i != d)
 			nb *= s.dims[i];
-	if (n * n * nb > (1 << 24))
+	if (n * n * nb > (1 << 22))
 		return error_at(p, in->op_tok->loc,
 				"unsupported: sort of %lld rows of %lld (the lowering is quadratic)",
 				(long long)nb, (long long)n);
@@ -4227,9 +4238,15 @@ static int build_comp(struct parser *p, struct comp *c, int nargs,
 					i, (int)c->name->n, c->name->s, a, b);
 		}
 	}
-	for (in = c->first; in; in = in->next)
+	for (in = c->first; in; in = in->next) {
+		/* inlining and unrolling multiply: one budget for the module */
+		if (p->g->ir.n > MAX_NODES)
+			return error_at(p, in->op_tok->loc,
+					"unsupported: the module inlines and unrolls into more than %d operations",
+					MAX_NODES);
 		if (in->op->kind != OK_PARAM && build_inst(p, in))
 			return p->ret;
+	}
 	*out = c->root->v;
 	return 0;
 }

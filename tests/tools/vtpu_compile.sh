@@ -59,8 +59,16 @@ has err "^vtpu-compile: sym.onnx: .*symbolic dimension 'N'" "ONNX with a symboli
 printf '\x08\x07\x12\x00garbage' > junk.onnx
 t 1 "not an ONNX model: exit 1" junk.onnx && has err '^vtpu-compile: junk.onnx: ' \
 	"not an ONNX model: a message naming the file"
-printf 'junk\n' > junk.hlo
+printf '{junk\n' > junk.hlo
 t 1 "bad HLO: exit 1" junk.hlo && has err '^junk.hlo:1:1: ' "bad HLO: file:line:col"
+printf 'HloModule m\nENTRY e {\n  p = u32[4] parameter(0)\n  ROOT s = u32[4] shift-right-logical(p, p)\n}\n' > shift.hlo
+t 1 "unsupported HLO: exit 1" shift.hlo &&
+	has err "^shift.hlo:4:19: unsupported opcode 'shift-right-logical'" \
+	"unsupported HLO: names the construct at LINE:COL"
+printf 'HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT s = f32[4] custom-call(p), custom_call_target="cublas$gemm"\n}\n' > cc.hlo
+t 1 "custom-call: exit 1" cc.hlo &&
+	has err "^cc.hlo:4:54: unsupported: custom-call target 'cublas\\\$gemm'" \
+	"custom-call: names the target at LINE:COL"
 
 major=$(sed -n 's/^#define VTPU_VERSION_MAJOR[[:space:]]*//p' "$top/runtime/include/vtpu.h")
 minor=$(sed -n 's/^#define VTPU_VERSION_MINOR[[:space:]]*//p' "$top/runtime/include/vtpu.h")

@@ -134,7 +134,8 @@ static const char *const window_fields[WF_NR] = {
 	X(FEATURE,	"feature_index") \
 	X(GROUPS,	"replica_groups") \
 	X(EXP_BITS,	"exponent_bits") \
-	X(MANT_BITS,	"mantissa_bits")
+	X(MANT_BITS,	"mantissa_bits") \
+	X(CMP_TYPE,	"type")
 
 enum attr_id {
 #define ATTR_ENUM(id, text) AT_##id,
@@ -165,7 +166,7 @@ struct attrs {
 	struct ilist obatch, sbatch, update_win, inserted, scatter_map;
 	int64_t iota_dim, ivd, feature, exp_bits, mant_bits;
 	double epsilon;
-	const struct tok *target;
+	const struct tok *target, *cmp_type;
 	bool one_replica;	/* replica_groups name one device at most */
 	int nslice;
 	int64_t start[R], limit[R], stride[R];
@@ -847,14 +848,21 @@ static const struct {
 	const char *name;
 	enum vtpu_type dev;
 	int kind;
+	double lo, hi;		/* an integer type's range; else 0, 0 */
 } hlo_types[] = {
-	{ "f32", VTPU_F32, HT_PLAIN }, { "bf16", VTPU_BF16, HT_PLAIN },
-	{ "s32", VTPU_S32, HT_PLAIN }, { "s64", VTPU_S32, HT_PLAIN },
-	{ "pred", VTPU_PRED, HT_PLAIN }, { "f64", VTPU_F32, HT_PLAIN },
-	{ "f16", VTPU_F32, HT_F16 }, { "s8", VTPU_S32, HT_PLAIN },
-	{ "s16", VTPU_S32, HT_PLAIN }, { "u8", VTPU_S32, HT_PLAIN },
-	{ "u16", VTPU_S32, HT_PLAIN }, { "u32", VTPU_S32, HT_UNSIGNED },
-	{ "u64", VTPU_S32, HT_UNSIGNED },
+	{ "f32", VTPU_F32, HT_PLAIN, 0, 0 },
+	{ "bf16", VTPU_BF16, HT_PLAIN, 0, 0 },
+	{ "s32", VTPU_S32, HT_PLAIN, INT32_MIN, INT32_MAX },
+	{ "s64", VTPU_S32, HT_PLAIN, INT32_MIN, INT32_MAX },
+	{ "pred", VTPU_PRED, HT_PLAIN, 0, 0 },
+	{ "f64", VTPU_F32, HT_PLAIN, 0, 0 },
+	{ "f16", VTPU_F32, HT_F16, 0, 0 },
+	{ "s8", VTPU_S32, HT_PLAIN, -128, 127 },
+	{ "s16", VTPU_S32, HT_PLAIN, -32768, 32767 },
+	{ "u8", VTPU_S32, HT_PLAIN, 0, 255 },
+	{ "u16", VTPU_S32, HT_PLAIN, 0, 65535 },
+	{ "u32", VTPU_S32, HT_UNSIGNED, INT32_MIN, INT32_MAX },
+	{ "u64", VTPU_S32, HT_UNSIGNED, INT32_MIN, INT32_MAX },
 };
 
 /* XLA's other element types: "unsupported", not "expected a shape". */
@@ -1465,6 +1473,12 @@ static int parse_known_attr(struct parser *p, struct attrs *at, int id)
 		return parse_int(p, &at->exp_bits);
 	case AT_MANT_BITS:
 		return parse_int(p, &at->mant_bits);
+	case AT_CMP_TYPE:	/* compare's FLOAT, TOTALORDER, SIGNED, UNSIGNED */
+		if (p->tok->kind != TK_IDENT)	/* another op's type= */
+			return skip_value(p);
+		at->cmp_type = p->tok;
+		advance(p);
+		return 0;
 	case AT_SLICE:
 		return parse_slice(p, at);
 	case AT_PADDING:
@@ -1644,12 +1658,20 @@ static int parse_call(struct parser *p, struct comp *c, struct inst *in)
 	advance(p);
 	if (skip(p, "(") || parse_args(p, c, in) || skip(p, ")"))
 		return p->ret;
-	/* inline, "," separates operands; attributes cannot follow */
-	if (in->name == in->op_tok)
-		return 0;
-	while (consume(p, ","))
+	/*
+	 * Inline, "," also separates the user's operands: an attribute is
+	 * a "," followed by NAME "=", which no operand is.
+	 */
+	while (is_punct(p->tok, ",")) {
+		const struct tok *t = p->tok + 1;
+
+		if (in->name == in->op_tok &&
+		    !(t->kind == TK_IDENT && is_punct(t + 1, "=")))
+			break;
+		advance(p);
 		if (parse_attr(p, in))
 			return p->ret;
+	}
 	return 0;
 }
 
@@ -3045,6 +3067,18 @@ static int build_reverse(struct parser *p, struct inst *in)
 	return x;
 }
 
+/* Whether @c's root is the sum of its parameters 0 and 1. */
+static bool adds_params(const struct comp *c)
+{
+	const struct inst *r = c->root;
+
+	return r->op->kind == OK_BINARY && r->op->arg == VTPU_ADD &&
+	       r->nops == 2 && r->ops[0]->op->kind == OK_PARAM &&
+	       r->ops[1]->op->kind == OK_PARAM &&
+	       r->ops[0]->param + r->ops[1]->param == 1 &&
+	       r->ops[0]->param != r->ops[1]->param;
+}
+
 /* Whether @c's root is parameter @k itself. */
 static bool root_is_param(const struct comp *c, int64_t k)
 {
@@ -3098,8 +3132,7 @@ static int build_scatter(struct parser *p, struct inst *in)
 	    value_of(p, in, 2, &u))
 		return p->ret;
 	set = root_is_param(at->to_apply, 1);
-	if (!set && (at->to_apply->root->op->kind != OK_BINARY ||
-		     at->to_apply->root->op->arg != VTPU_ADD))
+	if (!set && !adds_params(at->to_apply))
 		return error_at(p, at->val[AT_TO_APPLY]->loc,
 				"unsupported: scatter combining other than by add or replacing");
 	if (at->obatch.n || at->sbatch.n)
@@ -3282,8 +3315,20 @@ static int build_sort(struct parser *p, struct inst *in)
 		int earlier = vtpu_g_broadcast(p->g, vtpu_g_compare(p->g, VTPU_LT, jj, ii),
 					       3, t3, (int[]){ 1, 2 });
 
-		before = p_or(p, vtpu_g_compare(p->g, dir, xj, xi),
-			      p_and(p, vtpu_g_compare(p->g, VTPU_EQ, xj, xi), earlier));
+		int eq = vtpu_g_compare(p->g, VTPU_EQ, xj, xi);
+
+		before = vtpu_g_compare(p->g, dir, xj, xi);
+		if (s.type != VTPU_S32) {
+			/* total order: NaN after everything (first, descending) */
+			int nj = vtpu_g_compare(p->g, VTPU_NE, xj, xj);
+			int ni = vtpu_g_compare(p->g, VTPU_NE, xi, xi);
+
+			before = p_or(p, before, dir == VTPU_LT ?
+				      p_and(p, p_not(p, nj), ni) :
+				      p_and(p, nj, p_not(p, ni)));
+			eq = p_or(p, eq, p_and(p, nj, ni));
+		}
+		before = p_or(p, before, p_and(p, eq, earlier));
 		rk = reduce_with(p, to_type(p, before, VTPU_S32),
 				 VTPU_REDUCE_SUM_OP, 1, (int[]){ 2 }, -1);
 		/* [b, k, i]: i's rank is k; then sum i over those */
@@ -3417,6 +3462,39 @@ static int build_select(struct parser *p, struct inst *in)
 	return vtpu_g_select(p->g, bcast_like(p, v[0], v[1]), v[1], v[2]);
 }
 
+/*
+ * To an integer type of range [lo, hi]: floats saturate (NaN is 0) and
+ * truncate, as XLA converts; integers keep their low bits, a narrow
+ * type's wrap-around (computed in f32: exact below 2^24).
+ */
+static int convert_int(struct parser *p, int x, int from, int to)
+{
+	double lo = hlo_types[to].lo, hi = hlo_types[to].hi;
+	enum vtpu_type ft = shape_of(p, x).type;
+	int y, big;
+
+	if (ft == VTPU_F32 || ft == VTPU_BF16) {
+		x = to_type(p, x, VTPU_F32);
+		big = vtpu_g_compare(p->g, VTPU_GE, x, splat(p, hi, x));
+		y = bin(p, VTPU_MAX, x, splat(p, lo, x));
+		/* NaN: max and min keep the bound; select zero */
+		y = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_NE, x, x),
+				  splat(p, 0, x), y);
+		y = vtpu_g_convert(p->g, bin(p, VTPU_MIN, y,
+					     splat(p, hi >= INT32_MAX ? 2147483520.0 : hi, x)),
+				   VTPU_S32);
+		return vtpu_g_select(p->g, big, splat(p, hi, y), y);
+	}
+	x = to_type(p, x, VTPU_S32);
+	if (ft == VTPU_PRED || (lo <= hlo_types[from].lo &&
+				hi >= hlo_types[from].hi))
+		return x;
+	/* ((x - lo) mod 2^bits) + lo */
+	y = bin(p, VTPU_SUB, x, splat(p, lo, x));
+	y = compose_mod(p->g, y, splat(p, hi - lo + 1, y), true);
+	return bin(p, VTPU_ADD, y, splat(p, lo, y));
+}
+
 static int build_convert(struct parser *p, struct inst *in)
 {
 	enum vtpu_type t = in->shape.s.type;
@@ -3428,6 +3506,9 @@ static int build_convert(struct parser *p, struct inst *in)
 		return no_unsigned(p, in);
 	if (t == VTPU_PRED && shape_of(p, x).type != VTPU_PRED)	/* x != 0 */
 		return vtpu_g_compare(p->g, VTPU_NE, x, splat(p, 0, x));
+	if (t == VTPU_S32)
+		return convert_int(p, x, in->ops[0]->shape.htype,
+				   in->shape.htype);
 	x = to_type(p, x, t);
 	if (hlo_types[in->shape.htype].kind == HT_F16 &&
 	    hlo_types[in->ops[0]->shape.htype].kind != HT_F16)
@@ -3551,6 +3632,42 @@ static int build_logic(struct parser *p, struct inst *in)
 	}
 }
 
+/* x is -0: 0 whose reciprocal is -inf */
+static int neg_zero(struct parser *p, int x)
+{
+	return p_and(p, vtpu_g_compare(p->g, VTPU_EQ, x, splat(p, 0, x)),
+		     vtpu_g_compare(p->g, VTPU_LT, bin(p, VTPU_DIV, splat(p, 1, x), x),
+				    splat(p, 0, x)));
+}
+
+/*
+ * IEEE total order: -0 before +0, NaN after everything (a NaN's sign,
+ * which only a bitcast could read, is not looked at).
+ */
+static int total_order(struct parser *p, enum vtpu_cmp_dir dir, int a, int b)
+{
+	int na = vtpu_g_compare(p->g, VTPU_NE, a, a);
+	int nb = vtpu_g_compare(p->g, VTPU_NE, b, b);
+	int za = neg_zero(p, a), zb = neg_zero(p, b);
+	int same0 = vtpu_g_select(p->g, za, zb, p_not(p, zb));
+	int eq = p_or(p, p_and(p, vtpu_g_compare(p->g, VTPU_EQ, a, b), same0),
+		      p_and(p, na, nb));
+	int lt = p_or(p, vtpu_g_compare(p->g, VTPU_LT, a, b),
+		      p_or(p, p_and(p, p_not(p, na), nb),
+			   p_and(p, vtpu_g_compare(p->g, VTPU_EQ, a, b),
+				 p_and(p, za, p_not(p, zb)))));
+	int le = p_or(p, lt, eq);
+
+	switch (dir) {
+	case VTPU_EQ: return eq;
+	case VTPU_NE: return p_not(p, eq);
+	case VTPU_LT: return lt;
+	case VTPU_LE: return le;
+	case VTPU_GT: return p_not(p, le);
+	default: return p_not(p, lt);
+	}
+}
+
 /* compare(a, b), direction=...; signedness matters, so no u32. */
 static int build_compare(struct parser *p, struct inst *in)
 {
@@ -3559,11 +3676,44 @@ static int build_compare(struct parser *p, struct inst *in)
 	if (need(p, in, AT_DIRECTION) || values_of(p, in, v) ||
 	    no_unsigned(p, in))
 		return p->ret;
+	if (in->at->cmp_type && is_ident(in->at->cmp_type, "UNSIGNED"))
+		return error_at(p, in->at->cmp_type->loc,
+				"unsupported: unsigned compare (the device's integers are signed)");
 	if (shape_of(p, v[0]).type == VTPU_PRED) {	/* as 0 and 1 */
 		v[0] = to_type(p, v[0], VTPU_S32);
 		v[1] = to_type(p, v[1], VTPU_S32);
 	}
+	if (in->at->cmp_type && is_ident(in->at->cmp_type, "TOTALORDER") &&
+	    shape_of(p, v[0]).type != VTPU_S32)
+		return total_order(p, in->at->dir, v[0], v[1]);
 	return vtpu_g_compare(p->g, in->at->dir, v[0], v[1]);
+}
+
+/*
+ * s32 division, rounding toward zero: the f32 quotient truncated (exact
+ * below 2^24), then one step where the remainder shows it off by one;
+ * x / 0 is -1, as XLA defines it.
+ */
+static int int_div(struct parser *p, int a, int b)
+{
+	int fa = to_type(p, a, VTPU_F32), fb = to_type(p, b, VTPU_F32);
+	int q = vtpu_g_convert(p->g, bin(p, VTPU_DIV, fa, fb), VTPU_S32);
+	int r = bin(p, VTPU_SUB, a, bin(p, VTPU_MUL, q, b));
+	int s = bin(p, VTPU_MUL, compose_sign(p->g, a), compose_sign(p->g, b));
+	int ar = bin(p, VTPU_MAX, r, bin(p, VTPU_SUB, splat(p, 0, r), r));
+	int ab = bin(p, VTPU_MAX, b, bin(p, VTPU_SUB, splat(p, 0, b), b));
+	int zero = splat(p, 0, a);
+	int rneg = vtpu_g_compare(p->g, VTPU_LT, r, zero);
+	int aneg = vtpu_g_compare(p->g, VTPU_LT, a, zero);
+	/* r nonzero with the other sign than a */
+	int wrong = p_and(p, vtpu_g_compare(p->g, VTPU_NE, r, zero),
+			  vtpu_g_select(p->g, rneg, p_not(p, aneg), aneg));
+
+	q = vtpu_g_select(p->g, wrong, bin(p, VTPU_SUB, q, s), q);
+	q = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_GE, ar, ab),
+			  bin(p, VTPU_ADD, q, s), q);
+	return vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_EQ, b, zero),
+			     splat(p, -1, a), q);
 }
 
 static int build_binary(struct parser *p, struct inst *in)
@@ -3576,6 +3726,8 @@ static int build_binary(struct parser *p, struct inst *in)
 	    in->op->arg == VTPU_MIN)
 		if (no_unsigned(p, in))
 			return p->ret;
+	if (in->op->arg == VTPU_DIV && shape_of(p, v[0]).type == VTPU_S32)
+		return int_div(p, v[0], v[1]);
 	return vtpu_g_binary(p->g, in->op->arg, v[0], v[1]);
 }
 
@@ -4060,6 +4212,14 @@ static int build_value(struct parser *p, struct inst *in)
 	case OK_UNARY:
 		if (values_of(p, in, v))
 			return p->ret;
+		if (shape_of(p, v[0]).type == VTPU_S32 &&
+		    (in->op->arg == VTPU_NEG || in->op->arg == VTPU_ABS)) {
+			int neg = bin(p, VTPU_SUB, splat(p, 0, v[0]), v[0]);
+
+			if (in->op->arg == VTPU_NEG)
+				return neg;
+			return bin(p, VTPU_MAX, v[0], neg);
+		}
 		return vtpu_g_unary(p->g, in->op->arg, v[0]);
 	case OK_BINARY:
 		return build_binary(p, in);
@@ -4269,9 +4429,18 @@ static int make_params(struct parser *p, const struct inst *in,
 				return p->ret;
 		return 0;
 	}
-	id = vtpu_g_parameter(p->g, (*next)++, &sh->s,
-			      tok_cstr(in->name, name, sizeof(name)) ?
-			      name : NULL);
+	/* pred crosses the boundary as s32 0 and 1, as in the ONNX frontend */
+	{
+		struct vtpu_shape s = sh->s;
+
+		if (s.type == VTPU_PRED)
+			s.type = VTPU_S32;
+		id = vtpu_g_parameter(p->g, (*next)++, &s,
+				      tok_cstr(in->name, name, sizeof(name)) ?
+				      name : NULL);
+		if (id >= 0 && sh->s.type == VTPU_PRED)
+			id = vtpu_g_compare(p->g, VTPU_NE, id, splat(p, 0, id));
+	}
 	if (id < 0)
 		return builder_error(p, in, id);
 	*v = array_val(id);
@@ -4320,6 +4489,9 @@ static int build(struct parser *p)
 	if (!ids)
 		return p->ret;
 	leaves(&out, ids, 0);
+	for (i = 0; i < n; i++)
+		ids[i] = to_type(p, ids[i], shape_of(p, ids[i]).type == VTPU_PRED ?
+				 VTPU_S32 : shape_of(p, ids[i]).type);
 	ret = vtpu_g_outputs(p->g, n, ids);
 	if (ret < 0)
 		return builder_error(p, c->root, ret);

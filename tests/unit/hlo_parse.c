@@ -608,7 +608,15 @@ TEST(concatenate_slice_pad_and_convert)
 	ASSERT_EQ(OP_PAD, node(g, 5)->op);
 	ASSERT_EQ(2, node(g, 5)->a.pad.hi[0]);
 	ASSERT_EQ(3, node(g, 5)->a.pad.hi[1]);
-	ASSERT_EQ(OP_CONVERT, node(g, output(g, 0))->op);
+	/* f32 to s32 saturates (NaN is 0), around a convert */
+	{
+		int i, converts = 0;
+
+		for (i = 0; i < g->ir.n; i++)
+			converts += g->ir.nodes[i].op == OP_CONVERT &&
+				    g->ir.nodes[i].shape.type == VTPU_S32;
+		ASSERT_EQ(1, converts);
+	}
 	ASSERT_STREQ("s32[4,5]", SHAPE(g, output(g, 0)));
 	vtpu_graph_free(g);
 }
@@ -752,8 +760,8 @@ TEST(call_and_fusion_are_inlined)
 TEST(conditional_builds_the_branches_and_selects)
 {
 	static const float x[2] = { -1, 2 };
-	static const uint8_t t = 1, f;
-	static const int32_t far = 5, one = 1;
+	/* pred parameters cross the boundary as s32 */
+	static const int32_t t = 1, f, far = 5, one = 1;
 	double out[2];
 	const char *pred =
 		"HloModule m\n"

@@ -1105,15 +1105,20 @@ static int parse_scalar(struct parser *p, enum vtpu_type type, void *dst)
 	default:
 		if (parse_float(p, &d))
 			return p->ret;
-		if (isfinite(d) && fabs(d) > FLT_MAX)
-			return error_at(p, t->loc, "number out of range");
+		/*
+		 * Out of range is what rounds to an infinity: XLA prints
+		 * FLT_MAX as 3.40282347e+38, a little above it, which
+		 * rounds back to FLT_MAX.
+		 */
 		f = (float)d;
-		if (type == VTPU_F32) {
+		h = vtpu_f32_to_bf16(f);
+		if (isfinite(d) && (isinf(f) || (type != VTPU_F32 &&
+						 (h & 0x7fff) == 0x7f80)))
+			return error_at(p, t->loc, "number out of range");
+		if (type == VTPU_F32)
 			memcpy(dst, &f, 4);
-		} else {
-			h = vtpu_f32_to_bf16(f);
+		else
 			memcpy(dst, &h, 2);
-		}
 		return 0;
 	}
 }

@@ -662,7 +662,7 @@ static int run_result(struct vtpu_event *ev)
 
 	if (st == -ERANGE)
 		rt_set_error(ev->client, ERANGE,
-			     "execution failed on %s: an index is outside the table it indexes (a Gather's indices, say)",
+			     "execution failed on %s: an index is out of range (a Gather's or dynamic slice's index outside its table, or an HLO while loop still running after $VTPU_HLO_WHILE_LIMIT iterations)",
 			     ev->device->name);
 	else if (st)
 		rt_set_error(ev->client, -st,

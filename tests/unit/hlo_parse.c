@@ -11,6 +11,7 @@
  * tests check parsing; compiling and running the modules is e2e's job.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -561,6 +562,41 @@ TEST(constant_literals)
 	ASSERT_EQ(INT32_MIN, l);
 	ASSERT_STREQ("f32[2,2]", SHAPE(g, 0));
 	vtpu_graph_free(g);
+}
+
+/*
+ * XLA prints finfo(f32).max and .min with nine digits, a little beyond
+ * FLT_MAX (JAX's masks fill with it): they round back to the type's
+ * largest finite value; only what would round to an infinity is out of
+ * range.
+ */
+TEST(printed_float_extremes_round_to_the_largest_finite)
+{
+	struct vtpu_graph *g = parse_ok(_metadata,
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = f32[2] constant({-3.40282347e+38, 3.40282347e+38})\n"
+		"  b = bf16[2] constant({-3.38953139e+38, 3.38953139e+38})\n"
+		"  ROOT t = (f32[2], bf16[2]) tuple(a, b)\n"
+		"}\n");
+	const float *a = node(g, 0)->a.cst.data;
+	const uint16_t *b = node(g, 1)->a.cst.data;
+
+	ASSERT_EQ(-FLT_MAX, a[0]);
+	ASSERT_EQ(FLT_MAX, a[1]);
+	ASSERT_EQ(0xff7f, b[0]);
+	ASSERT_EQ(0x7f7f, b[1]);
+	vtpu_graph_free(g);
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = f32[] constant(3.4028236e+38)\n"
+			 "}\n",
+			 "3:27", "number out of range");
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "ENTRY e {\n"
+			 "  ROOT c = bf16[] constant(-3.4e+38)\n"
+			 "}\n",
+			 "3:28", "number out of range");
 }
 
 TEST(convolution_nchw_oihw)

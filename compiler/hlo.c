@@ -581,6 +581,9 @@ static const char *scan_word(const char *q, const char *end, bool num)
 		} else if (num && (c == '-' || c == '+') &&
 			   (q[-1] == 'e' || q[-1] == 'E' || q[-1] == '_')) {
 			q++;
+		} else if (num && c == '-' && q[-1] == 'x' && more &&
+			   is_digit(q[1])) {
+			q++;	/* padding=0_0x-1_2: a negative low edge */
 		} else if (!num && c == '-' && more &&
 			   (is_alnum(q[1]) || q[1] == '.')) {
 			q++;

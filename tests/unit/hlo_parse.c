@@ -1022,6 +1022,11 @@ TEST(pad_with_interior_and_negative_padding)
 		     "  ROOT p = f32[3] pad(x, f32[] constant(7)), padding=-1_1_1\n}\n",
 		     (const void *[]){ x }, 0, out, 5);
 	ASSERT_VALUES(out, n, 7, 2, 7);
+	/* a negative edge after the first dimension: one word, "x-1" */
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n  x = f32[1,2] parameter(0)\n"
+		     "  ROOT p = f32[1,3] pad(x, f32[] constant(5)), padding=0_0x-1_2\n}\n",
+		     (const void *[]){ x }, 0, out, 5);
+	ASSERT_VALUES(out, n, 2, 5, 5);
 }
 
 TEST(tuple_parameters_and_nested_tuples)

@@ -72,6 +72,13 @@ struct hshape {
 	bool tuple;
 	int htype;		/* hlo_types[] index of an array's type */
 	struct vtpu_shape s;	/* an array shape */
+	/*
+	 * Its layout's minor_to_major, when one was written with a dim per
+	 * dimension; else row-major ({rank-1,...,0}). Only a bitcast reads
+	 * it: every other operation is defined on logical indices.
+	 */
+	bool has_layout;
+	int8_t minor_to_major[R];
 	int n;			/* a tuple's elements */
 	struct hshape *elem;
 };
@@ -372,6 +379,13 @@ struct parser {
 	struct vtpu_graph *g;
 	int ret;		/* the first error */
 	char msg[256];
+	/*
+	 * Building a scalar computation elementwise (a sort comparator):
+	 * every value the text calls a scalar is an array of these dims,
+	 * scalar constants are broadcast to them, and only elementwise
+	 * instructions may appear. rank 0: off.
+	 */
+	struct vtpu_shape map;
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -928,8 +942,32 @@ static int parse_dims(struct parser *p, struct vtpu_shape *s)
 }
 
 /*
+ * The minor_to_major list of the layout at p->tok ("{"), read ahead
+ * without consuming: kept when it is a permutation of the dimensions.
+ */
+static void parse_layout(struct parser *p, struct hshape *sh)
+{
+	const struct tok *t = p->tok + 1;
+	int64_t v;
+	int n = 0, seen = 0;
+
+	while (t->kind == TK_NUM && n < R && text_int(t->s, t->n, &v) &&
+	       v >= 0 && v < sh->s.rank && !(seen & 1 << v)) {
+		sh->minor_to_major[n++] = (int8_t)v;
+		seen |= 1 << v;
+		t++;
+		if (!is_punct(t, ","))
+			break;
+		t++;
+	}
+	sh->has_layout = n == sh->s.rank &&
+			 (is_punct(t, "}") || is_punct(t, ":"));
+}
+
+/*
  * shape  = type dims layout? | "(" [shape ("," shape)*] ")"
- * layout = "{" (NUM | ":" | "}") ... "}"          (ignored)
+ * layout = "{" [NUM ("," NUM)*] [":" ...] "}"  (minor_to_major, then tiling,
+ *          memory space... which are skipped)
  */
 static int parse_shape(struct parser *p, struct hshape *sh, int depth)
 {
@@ -965,8 +1003,10 @@ static int parse_shape(struct parser *p, struct hshape *sh, int depth)
 		const struct tok *t = peek2(p);
 
 		/* A layout, not the "{" that opens a computation's body. */
-		if (t->kind == TK_NUM || is_punct(t, ":") || is_punct(t, "}"))
+		if (t->kind == TK_NUM || is_punct(t, ":") || is_punct(t, "}")) {
+			parse_layout(p, sh);
 			return skip_group(p);
+		}
 	}
 	return 0;
 }
@@ -3243,47 +3283,75 @@ static int build_scatter(struct parser *p, struct inst *in)
 	return permute(p, res, inv);
 }
 
+static int build_comp(struct parser *p, struct comp *c, int nargs,
+		      const struct hval *args, const struct tok *site,
+		      struct hval *out);
+
 /*
- * sort(ops...), dimension=d, to_apply=cmp, where cmp orders by operand
- * 0 (its first compare of parameters 0 and 1: LT ascending, GT
- * descending), ties by position (stable). With the sorted dimension
- * last as [B, n]: element i's rank is the number of elements that go
- * before it, position k takes the element whose rank is k, and one
- * gather of flat positions permutes every operand.
+ * comparator(lhs_0, rhs_0, lhs_1, rhs_1, ...) for every pair of
+ * positions at once: built elementwise on [B, n, n], operand k's
+ * element j as lhs and element i as rhs. True where j goes before i.
+ */
+static int sort_before(struct parser *p, const struct inst *in,
+		       const int *ops, const int64_t *t3, int *before)
+{
+	struct comp *c = in->at->to_apply;
+	struct hval *args, res;
+	int k;
+
+	args = alloc_array(p, 2 * in->nops, sizeof(*args));
+	if (!args)
+		return p->ret;
+	for (k = 0; k < in->nops; k++) {
+		args[2 * k] = array_val(vtpu_g_broadcast(p->g, ops[k], 3, t3,
+							 (int[]){ 0, 2 }));
+		args[2 * k + 1] = array_val(vtpu_g_broadcast(p->g, ops[k], 3,
+							     t3, (int[]){ 0, 1 }));
+		if (args[2 * k].id < 0 || args[2 * k + 1].id < 0)
+			return builder_error(p, in, args[2 * k].id < 0 ?
+					     args[2 * k].id : args[2 * k + 1].id);
+	}
+	memset(&p->map, 0, sizeof(p->map));
+	p->map.rank = 3;
+	memcpy(p->map.dims, t3, 3 * sizeof(*t3));
+	k = build_comp(p, c, 2 * in->nops, args, in->op_tok, &res);
+	memset(&p->map, 0, sizeof(p->map));
+	if (k)
+		return p->ret;
+	if (res.n >= 0 || shape_of(p, res.id).type != VTPU_PRED)
+		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
+				"a sort comparator must give a pred");
+	*before = res.id;
+	return 0;
+}
+
+/*
+ * sort(ops...), dimensions={d}, to_apply=cmp: any comparator made of
+ * scalar functions (LT or GT of a key, JAX's total order with -0 and
+ * NaN made canonical, several keys lexicographically...), applied to
+ * every pair of positions at once. With the sorted dimension last as
+ * [B, n]: j goes before i when cmp(x_j, x_i), or when neither goes
+ * before the other and j < i (stable, which is_stable=false allows
+ * too). Element i's rank is the number of elements that go before it,
+ * position k takes the element whose rank is k, and one gather of flat
+ * positions permutes every operand.
  */
 static int build_sort(struct parser *p, struct inst *in)
 {
 	const struct comp *c;
-	const struct inst *q;
-	int keys = 0, perm[R], inv[R], d, rank, i, a, b, before, rk, pos, flat;
+	int keys = 0, perm[R], inv[R], d, rank, i, a, before = -1, rk, pos, flat;
 	int64_t n, nb = 1, t3[3], two[2], td[R];
 	struct vtpu_shape s;
-	enum vtpu_cmp_dir dir = VTPU_LT;
-	bool found = false;
 	struct hval *e;
+	int *ops;
 
 	if (need(p, in, AT_DIMENSIONS) || need(p, in, AT_TO_APPLY))
 		return p->ret;
 	c = in->at->to_apply;
-	for (q = c->first; q && !found; q = q->next) {
-		if (q->op->kind != OK_COMPARE || !q->at || q->nops != 2 ||
-		    q->ops[0]->op->kind != OK_PARAM ||
-		    q->ops[1]->op->kind != OK_PARAM)
-			continue;
-		a = (int)q->ops[0]->param;
-		b = (int)q->ops[1]->param;
-		if (!((a == 0 && b == 1) || (a == 1 && b == 0)))
-			continue;
-		if (q->at->dir == VTPU_LT || q->at->dir == VTPU_GT) {
-			bool lt = q->at->dir == VTPU_LT;
-
-			dir = lt == (a == 0) ? VTPU_LT : VTPU_GT;
-			found = true;
-		}
-	}
-	if (!found || in->nops < 1 || c->nparams != 2 * in->nops)
+	if (in->nops < 1 || c->nparams != 2 * in->nops)
 		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
-				"unsupported: sort comparator other than less or greater of operand 0");
+				"a sort of %d operands needs a comparator of %d parameters",
+				in->nops, 2 * in->nops);
 	if (value_of(p, in, 0, &keys))
 		return p->ret;
 	s = shape_of(p, keys);
@@ -3309,34 +3377,38 @@ static int build_sort(struct parser *p, struct inst *in)
 		td[i] = s.dims[perm[i]];
 	two[0] = nb;
 	two[1] = n;
-	keys = vtpu_g_reshape(p->g, permute(p, keys, perm), 2, two);
 	t3[0] = nb;
 	t3[1] = n;
 	t3[2] = n;
-	/* [b, i, j]: j goes before i */
+	ops = alloc_array(p, in->nops, sizeof(*ops));
+	if (!ops)
+		return p->ret;
+	for (i = 0; i < in->nops; i++) {
+		struct vtpu_shape vs;
+
+		if (value_of(p, in, i, &ops[i]))
+			return p->ret;
+		vs = shape_of(p, ops[i]);
+		if (!dims_eq(&vs, &s))
+			return error_at(p, in->op_tok->loc,
+					"sort operands of different shapes");
+		ops[i] = vtpu_g_reshape(p->g, permute(p, ops[i], perm), 2, two);
+		if (ops[i] < 0)
+			return builder_error(p, in, ops[i]);
+	}
 	{
-		int xi = vtpu_g_broadcast(p->g, keys, 3, t3, (int[]){ 0, 1 });
-		int xj = vtpu_g_broadcast(p->g, keys, 3, t3, (int[]){ 0, 2 });
 		int64_t nn[2] = { n, n };
 		int ii = vtpu_g_broadcast(p->g, iota_s32(p, n), 2, nn, (int[]){ 0 });
 		int jj = vtpu_g_broadcast(p->g, iota_s32(p, n), 2, nn, (int[]){ 1 });
 		int earlier = vtpu_g_broadcast(p->g, vtpu_g_compare(p->g, VTPU_LT, jj, ii),
 					       3, t3, (int[]){ 1, 2 });
+		int after, perm3[3] = { 0, 2, 1 };
 
-		int eq = vtpu_g_compare(p->g, VTPU_EQ, xj, xi);
-
-		before = vtpu_g_compare(p->g, dir, xj, xi);
-		if (s.type != VTPU_S32) {
-			/* total order: NaN after everything (first, descending) */
-			int nj = vtpu_g_compare(p->g, VTPU_NE, xj, xj);
-			int ni = vtpu_g_compare(p->g, VTPU_NE, xi, xi);
-
-			before = p_or(p, before, dir == VTPU_LT ?
-				      p_and(p, p_not(p, nj), ni) :
-				      p_and(p, nj, p_not(p, ni)));
-			eq = p_or(p, eq, p_and(p, nj, ni));
-		}
-		before = p_or(p, before, p_and(p, eq, earlier));
+		if (sort_before(p, in, ops, t3, &before))
+			return p->ret;
+		/* i before j is the same relation transposed */
+		after = vtpu_g_transpose(p->g, before, perm3);
+		before = p_or(p, before, p_and(p, p_not(p, after), earlier));
 		rk = reduce_with(p, to_type(p, before, VTPU_S32),
 				 VTPU_REDUCE_SUM_OP, 1, (int[]){ 2 }, -1);
 		/* [b, k, i]: i's rank is k; then sum i over those */
@@ -3830,6 +3902,44 @@ static int build_reduce_precision(struct parser *p, struct inst *in)
 }
 
 /* bitcast to the same element type and count: a reshape. */
+/*
+ * A bitcast reinterprets the bytes: with layouts, a value's bytes are its
+ * elements in major-to-minor order of its layout, not row-major (compiled
+ * HLO writes a transpose as a copy to a {0,1} layout and a bitcast).
+ * !@back: @x, of shape @sh, in its physical order (a transpose, if the
+ * layout is not row-major, to the dims major to minor); @back: the value
+ * of shape @sh whose physical order is @x's elements (a reshape to the
+ * physical dims, then the transpose back).
+ */
+static int physical(struct parser *p, int x, const struct hshape *sh,
+		    bool back)
+{
+	int perm[R], inv[R], i, r = sh->s.rank;
+	int64_t dims[R] = { 0 };
+	bool plain = true;
+
+	for (i = 0; i < r; i++) {
+		perm[i] = sh->has_layout ? sh->minor_to_major[r - 1 - i] : i;
+		inv[perm[i]] = i;
+		dims[i] = sh->s.dims[perm[i]];
+		plain &= perm[i] == i;
+	}
+	if (!back) {
+		if (plain)
+			return x;
+		x = vtpu_g_transpose(p->g, x, perm);
+		if (x < 0)
+			return x;
+		/* flat, so the reshape back is one row-major reinterpretation */
+		dims[0] = elems_of(&sh->s);
+		return vtpu_g_reshape(p->g, x, 1, dims);
+	}
+	x = vtpu_g_reshape(p->g, x, r, dims);
+	if (x < 0 || plain)
+		return x;
+	return vtpu_g_transpose(p->g, x, inv);
+}
+
 static int build_bitcast(struct parser *p, struct inst *in)
 {
 	struct vtpu_shape s;
@@ -3843,7 +3953,11 @@ static int build_bitcast(struct parser *p, struct inst *in)
 	    elems_of(&s) != elems_of(&in->shape.s))
 		return error_at(p, in->op_tok->loc,
 				"unsupported: bitcast that changes the element type or count");
-	return vtpu_g_reshape(p->g, x, in->shape.s.rank, in->shape.s.dims);
+	x = physical(p, x, &in->ops[0]->shape, false);
+	if (x < 0)
+		return builder_error(p, in, x);
+	x = physical(p, x, &in->shape, true);
+	return x < 0 ? builder_error(p, in, x) : x;
 }
 
 /* ---- tuples, calls and control flow -------------------------------------- */
@@ -3871,6 +3985,12 @@ static bool hval_is(struct parser *p, const struct hval *v,
 	if (v->n >= 0)
 		return false;
 	s = shape_of(p, v->id);
+	if (p->map.rank && !sh->s.rank) {
+		struct vtpu_shape m = p->map;
+
+		m.type = sh->s.type;
+		return shape_same(&s, &m);
+	}
 	return shape_same(&s, &sh->s);
 }
 
@@ -4295,12 +4415,30 @@ static int build_value(struct parser *p, struct inst *in)
 }
 
 /* Builds one instruction into in->v. */
+/* What a computation applied elementwise may hold: scalar functions. */
+static bool map_ok(const struct inst *in)
+{
+	switch (in->op->kind) {
+	case OK_PARAM: case OK_CONST: case OK_UNARY: case OK_BINARY:
+	case OK_COMPARE: case OK_SELECT: case OK_CONVERT: case OK_COPY:
+	case OK_CLAMP: case OK_LOGIC: case OK_MATH: case OK_IDENTITY:
+	case OK_REDUCE_PRECISION: case OK_CALL:
+		return !in->shape.tuple && !in->shape.s.rank;
+	default:
+		return false;
+	}
+}
+
 static int build_inst(struct parser *p, struct inst *in)
 {
 	int id, ret = 0;
 
 	memset(&in->v, 0, sizeof(in->v));
 	in->v.n = -1;
+	if (p->map.rank && !map_ok(in))
+		return error_at(p, in->op_tok->loc,
+				"unsupported: %.*s in a computation applied elementwise (a sort comparator)",
+				(int)in->op_tok->n, in->op_tok->s);
 	switch (in->op->kind) {
 	case OK_TUPLE:
 		ret = build_tuple(p, in);
@@ -4344,6 +4482,12 @@ static int build_inst(struct parser *p, struct inst *in)
 			return p->ret;
 		if (id < 0)
 			return builder_error(p, in, id);
+		if (p->map.rank && in->op->kind == OK_CONST) {
+			id = vtpu_g_broadcast(p->g, id, p->map.rank,
+					      p->map.dims, NULL);
+			if (id < 0)
+				return builder_error(p, in, id);
+		}
 		in->v = array_val(id);
 		fold_known(in);
 		break;

@@ -1289,6 +1289,77 @@ TEST(sort_orders_every_operand_by_the_first)
 	ASSERT_VALUES(out, n, 0, 2, 1, 3, 2, 0, 3, 1);
 }
 
+/*
+ * The comparator is applied as written, whatever it is: two keys
+ * lexicographically (lax.sort with num_keys=2), not just the first
+ * compare found in it.
+ */
+TEST(sort_applies_the_whole_comparator)
+{
+	static const int32_t k0[4] = { 1, 0, 1, 0 }, k1[4] = { 5, 9, 2, 1 };
+	const char *text =
+		"HloModule jit_lexsort\n"
+		"cmp {\n"
+		"  a0 = s32[] parameter(0)\n  b0 = s32[] parameter(1)\n"
+		"  a1 = s32[] parameter(2)\n  b1 = s32[] parameter(3)\n"
+		"  lt0 = pred[] compare(a0, b0), direction=LT\n"
+		"  eq0 = pred[] compare(a0, b0), direction=EQ\n"
+		"  lt1 = pred[] compare(a1, b1), direction=LT\n"
+		"  t = pred[] and(eq0, lt1)\n"
+		"  ROOT r = pred[] or(lt0, t)\n"
+		"}\n"
+		"ENTRY e {\n"
+		"  k0 = s32[4] parameter(0)\n  k1 = s32[4] parameter(1)\n"
+		"  ROOT s = (s32[4], s32[4]) sort(k0, k1), dimensions={0}, is_stable=true, to_apply=cmp\n"
+		"}\n";
+	double out[4];
+	int n;
+
+	n = eval_hlo(_metadata, text, (const void *[]){ k0, k1 }, 1, out, 4);
+	ASSERT_VALUES(out, n, 1, 9, 2, 5);
+	ASSERT_HLO_ERROR("HloModule m\n"
+			 "cmp {\n"
+			 "  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+			 "  s = f32[] reshape(a)\n"
+			 "  ROOT l = pred[] compare(s, b), direction=LT\n"
+			 "}\n"
+			 "ENTRY e {\n"
+			 "  k = f32[4] parameter(0)\n"
+			 "  ROOT s = f32[4] sort(k), dimensions={0}, to_apply=cmp\n"
+			 "}\n",
+			 "5:13", "unsupported: reshape in a computation applied elementwise (a sort comparator)");
+}
+
+/*
+ * bitcast reinterprets bytes in their layout: compiled HLO writes a
+ * transpose as a copy to layout {0,1} and a bitcast back to {1,0}.
+ */
+TEST(bitcast_follows_the_layouts)
+{
+	static const float x[6] = { 0, 1, 2, 3, 4, 5 };
+	double out[6];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  p = f32[2,3]{1,0} parameter(0)\n"
+		     "  c = f32[2,3]{0,1} copy(p)\n"
+		     "  ROOT b = f32[3,2]{1,0} bitcast(c)\n}\n",
+		     (const void *[]){ x }, 0, out, 6);
+	ASSERT_VALUES(out, n, 0, 3, 1, 4, 2, 5);
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  p = f32[2,3]{1,0} parameter(0)\n"
+		     "  b = f32[3,2]{0,1} bitcast(p)\n"
+		     "  ROOT c = f32[3,2]{1,0} copy(b)\n}\n",
+		     (const void *[]){ x }, 0, out, 6);
+	ASSERT_VALUES(out, n, 0, 3, 1, 4, 2, 5);
+	/* default layouts, written or not: a reshape */
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  p = f32[2,3] parameter(0)\n"
+		     "  ROOT b = f32[3,2]{1,0} bitcast(p)\n}\n",
+		     (const void *[]){ x }, 0, out, 6);
+	ASSERT_VALUES(out, n, 0, 1, 2, 3, 4, 5);
+}
+
 /* ---- malformed input: -EINVAL at the first problem --------------------------- */
 
 TEST(empty_input)

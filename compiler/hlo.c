@@ -2769,6 +2769,40 @@ static int build_conv(struct parser *p, struct inst *in)
 
 /* dot(a, b) with XLA's dimension numbers; a result type other than the
  * operands' (bf16 x bf16 -> f32) computes in it when it is f32. */
+/* The largest magnitude a value of HLO type @t holds (integers). */
+static double int_bound(int t)
+{
+	return fmax(fabs(hlo_types[t].lo), fabs(hlo_types[t].hi));
+}
+
+/*
+ * An integer dot (s8 x s8 -> s32, as quantized models make) on the MXU,
+ * which accumulates in f32: exact when no partial sum can pass 2^24,
+ * which the operand types bound (|a| |b| K); refused otherwise.
+ */
+static int int_dot(struct parser *p, const struct inst *in, int a, int b,
+		   const struct vtpu_dot_dims *d)
+{
+	struct vtpu_shape sa = shape_of(p, a);
+	double k = 1;
+	int i, y;
+
+	for (i = 0; i < d->ncontract; i++)
+		if (d->lhs_contract[i] >= 0 && d->lhs_contract[i] < sa.rank)
+			k *= (double)sa.dims[d->lhs_contract[i]];
+	if (sa.type != VTPU_S32 || shape_of(p, b).type != VTPU_S32 ||
+	    in->shape.s.type != VTPU_S32 ||
+	    in->ops[0]->shape.htype < 0 || in->ops[1]->shape.htype < 0 ||
+	    hlo_types[in->ops[0]->shape.htype].kind != HT_PLAIN ||
+	    hlo_types[in->ops[1]->shape.htype].kind != HT_PLAIN ||
+	    int_bound(in->ops[0]->shape.htype) *
+	    int_bound(in->ops[1]->shape.htype) * k > 0x1p24)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: an integer dot whose sums can pass 2^24 (the MXU accumulates in f32; 8- and 16-bit operands over short enough sums are exact)");
+	y = vtpu_g_dot(p->g, to_type(p, a, VTPU_F32), to_type(p, b, VTPU_F32), d);
+	return to_type(p, y, VTPU_S32);
+}
+
 static int build_dot(struct parser *p, struct inst *in)
 {
 	static const struct ilist none;
@@ -2793,6 +2827,9 @@ static int build_dot(struct parser *p, struct inst *in)
 	memcpy(d.rhs_batch, rb->v, sizeof(d.rhs_batch));
 	memcpy(d.lhs_contract, lc->v, sizeof(d.lhs_contract));
 	memcpy(d.rhs_contract, rc->v, sizeof(d.rhs_contract));
+	if (rt == VTPU_S32 || shape_of(p, a).type == VTPU_S32 ||
+	    shape_of(p, b).type == VTPU_S32)
+		return int_dot(p, in, a, b, &d);
 	if (rt == VTPU_F32) {
 		a = to_type(p, a, rt);
 		b = to_type(p, b, rt);
@@ -3894,8 +3931,20 @@ static int build_reduce_precision(struct parser *p, struct inst *in)
 	    in->at->mant_bits == 7)
 		return to_type(p, to_type(p, x, VTPU_BF16), VTPU_F32);
 	if (shape_of(p, x).type == VTPU_F32 && in->at->exp_bits == 5 &&
-	    in->at->mant_bits == 10)
-		return compose_round_f16(p->g, x);
+	    in->at->mant_bits == 10) {
+		/*
+		 * Unlike a convert to f16, reduce-precision has no
+		 * subnormals: what rounds (to 10 bits) below 2^-14 is a
+		 * signed zero, i.e. |x| < 2^-14 - 2^-26.
+		 */
+		int small = vtpu_g_compare(p->g, VTPU_LT,
+					   vtpu_g_unary(p->g, VTPU_ABS, x),
+					   splat(p, 0x1p-14 - 0x1p-26, x));
+
+		return vtpu_g_select(p->g, small,
+				     bin(p, VTPU_MUL, x, splat(p, 0, x)),
+				     compose_round_f16(p->g, x));
+	}
 	return error_at(p, in->op_tok->loc,
 			"unsupported: reduce-precision to %lld exponent and %lld mantissa bits",
 			(long long)in->at->exp_bits, (long long)in->at->mant_bits);

@@ -1330,6 +1330,25 @@ TEST(sort_applies_the_whole_comparator)
 			 "5:13", "unsupported: reshape in a computation applied elementwise (a sort comparator)");
 }
 
+/* s8 x s8 -> s32 is exact on the f32 MXU while sums stay below 2^24 */
+TEST(integer_dot_of_narrow_types)
+{
+	static const int32_t a[4] = { -128, 127, 3, -5 }, b[4] = { -128, 2, 127, 7 };
+	double out[4];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  a = s8[2,2] parameter(0)\n  b = s8[2,2] parameter(1)\n"
+		     "  ROOT d = s32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+		     (const void *[]){ a, b }, 0, out, 4);
+	ASSERT_VALUES(out, n, -128 * -128 + 127 * 127, -128 * 2 + 127 * 7,
+		      3 * -128 + -5 * 127, 3 * 2 + -5 * 7);
+	ASSERT_HLO_ERROR("HloModule m\nENTRY e {\n"
+			 "  a = s32[2,2] parameter(0)\n  b = s32[2,2] parameter(1)\n"
+			 "  ROOT d = s32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+			 "5:21", "unsupported: an integer dot whose sums can pass 2^24");
+}
+
 /*
  * bitcast reinterprets bytes in their layout: compiled HLO writes a
  * transpose as a copy to layout {0,1} and a bitcast back to {1,0}.

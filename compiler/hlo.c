@@ -3330,16 +3330,28 @@ static int build_comp(struct parser *p, struct comp *c, int nargs,
  * element j as lhs and element i as rhs. True where j goes before i.
  */
 static int sort_before(struct parser *p, const struct inst *in,
-		       const int *ops, const int64_t *t3, int *before)
+		       struct comp *c, const int *ops, const int64_t *t3,
+		       int *before)
 {
-	struct comp *c = in->at->to_apply;
 	struct hval *args, res;
-	int k;
+	int k, nops;
 
-	args = alloc_array(p, 2 * in->nops, sizeof(*args));
+	if (!c) {
+		/* TopK without a comparator: greater first, NaN largest */
+		int xj = vtpu_g_broadcast(p->g, ops[0], 3, t3, (int[]){ 0, 2 });
+		int xi = vtpu_g_broadcast(p->g, ops[0], 3, t3, (int[]){ 0, 1 });
+		int nj = vtpu_g_compare(p->g, VTPU_NE, xj, xj);
+		int ni = vtpu_g_compare(p->g, VTPU_NE, xi, xi);
+
+		*before = p_or(p, vtpu_g_compare(p->g, VTPU_GT, xj, xi),
+			       p_and(p, nj, p_not(p, ni)));
+		return *before < 0 ? builder_error(p, in, *before) : 0;
+	}
+	nops = c->nparams / 2;
+	args = alloc_array(p, 2 * nops, sizeof(*args));
 	if (!args)
 		return p->ret;
-	for (k = 0; k < in->nops; k++) {
+	for (k = 0; k < nops; k++) {
 		args[2 * k] = array_val(vtpu_g_broadcast(p->g, ops[k], 3, t3,
 							 (int[]){ 0, 2 }));
 		args[2 * k + 1] = array_val(vtpu_g_broadcast(p->g, ops[k], 3,
@@ -3351,12 +3363,12 @@ static int sort_before(struct parser *p, const struct inst *in,
 	memset(&p->map, 0, sizeof(p->map));
 	p->map.rank = 3;
 	memcpy(p->map.dims, t3, 3 * sizeof(*t3));
-	k = build_comp(p, c, 2 * in->nops, args, in->op_tok, &res);
+	k = build_comp(p, c, 2 * nops, args, in->op_tok, &res);
 	memset(&p->map, 0, sizeof(p->map));
 	if (k)
 		return p->ret;
 	if (res.n >= 0 || shape_of(p, res.id).type != VTPU_PRED)
-		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
+		return error_at(p, in->op_tok->loc,
 				"a sort comparator must give a pred");
 	*before = res.id;
 	return 0;
@@ -3373,31 +3385,17 @@ static int sort_before(struct parser *p, const struct inst *in,
  * position k takes the element whose rank is k, and one gather of flat
  * positions permutes every operand.
  */
-static int build_sort(struct parser *p, struct inst *in)
+static int sort_core(struct parser *p, const struct inst *in,
+		     struct comp *c, const int *vals, int nops, int d,
+		     struct hval *e)
 {
-	const struct comp *c;
-	int keys = 0, perm[R], inv[R], d, rank, i, a, before = -1, rk, pos, flat;
-	int64_t n, nb = 1, t3[3], two[2], td[R];
+	int perm[R], inv[R], rank, i, a, before = -1, rk, pos, flat;
+	int64_t n, nb = 1, t3[3], two[2], td[R], all;
 	struct vtpu_shape s;
-	struct hval *e;
 	int *ops;
 
-	if (need(p, in, AT_DIMENSIONS) || need(p, in, AT_TO_APPLY))
-		return p->ret;
-	c = in->at->to_apply;
-	if (in->nops < 1 || c->nparams != 2 * in->nops)
-		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
-				"a sort of %d operands needs a comparator of %d parameters",
-				in->nops, 2 * in->nops);
-	if (value_of(p, in, 0, &keys))
-		return p->ret;
-	s = shape_of(p, keys);
+	s = shape_of(p, vals[0]);
 	rank = s.rank;
-	if (in->at->dims.n != 1 || in->at->dims.v[0] < 0 ||
-	    in->at->dims.v[0] >= rank)
-		return error_at(p, in->at->val[AT_DIMENSIONS]->loc,
-				"sort needs one dimension of the operands");
-	d = in->at->dims.v[0];
 	n = s.dims[d];
 	for (i = 0; i < rank; i++)
 		if (i != d)
@@ -3417,19 +3415,16 @@ static int build_sort(struct parser *p, struct inst *in)
 	t3[0] = nb;
 	t3[1] = n;
 	t3[2] = n;
-	ops = alloc_array(p, in->nops, sizeof(*ops));
+	ops = alloc_array(p, nops, sizeof(*ops));
 	if (!ops)
 		return p->ret;
-	for (i = 0; i < in->nops; i++) {
-		struct vtpu_shape vs;
+	for (i = 0; i < nops; i++) {
+		struct vtpu_shape vs = shape_of(p, vals[i]);
 
-		if (value_of(p, in, i, &ops[i]))
-			return p->ret;
-		vs = shape_of(p, ops[i]);
 		if (!dims_eq(&vs, &s))
 			return error_at(p, in->op_tok->loc,
 					"sort operands of different shapes");
-		ops[i] = vtpu_g_reshape(p->g, permute(p, ops[i], perm), 2, two);
+		ops[i] = vtpu_g_reshape(p->g, permute(p, vals[i], perm), 2, two);
 		if (ops[i] < 0)
 			return builder_error(p, in, ops[i]);
 	}
@@ -3441,7 +3436,7 @@ static int build_sort(struct parser *p, struct inst *in)
 					       3, t3, (int[]){ 1, 2 });
 		int after, perm3[3] = { 0, 2, 1 };
 
-		if (sort_before(p, in, ops, t3, &before))
+		if (sort_before(p, in, c, ops, t3, &before))
 			return p->ret;
 		/* i before j is the same relation transposed */
 		after = vtpu_g_transpose(p->g, before, perm3);
@@ -3462,38 +3457,105 @@ static int build_sort(struct parser *p, struct inst *in)
 		   vtpu_g_broadcast(p->g, bin(p, VTPU_MUL, iota_s32(p, nb),
 					      splat(p, (double)n, iota_s32(p, nb))),
 				    2, two, (int[]){ 0 }));
-	{
-		int64_t all = nb * n;
+	all = nb * n;
+	flat = vtpu_g_reshape(p->g, flat, 1, &all);
+	invert(perm, rank, inv);
+	for (i = 0; i < nops; i++) {
+		int v = vtpu_g_reshape(p->g, ops[i], 1, &all);
 
-		flat = vtpu_g_reshape(p->g, flat, 1, &all);
-		e = alloc_array(p, in->nops, sizeof(*e));
-		if (!e)
-			return p->ret;
-		invert(perm, rank, inv);
-		for (i = 0; i < in->nops; i++) {
-			int v = 0;
-			struct vtpu_shape vs;
-
-			if (value_of(p, in, i, &v))
-				return p->ret;
-			vs = shape_of(p, v);
-			vs.type = s.type;
-			if (!shape_same(&vs, &s))
-				return error_at(p, in->op_name[i]->loc,
-						"sort operands must have one shape");
-			v = vtpu_g_reshape(p->g, permute(p, v, perm), 1, &all);
-			v = vtpu_g_gather(p->g, v, flat, 0, false);
-			v = permute(p, vtpu_g_reshape(p->g, v, rank, td), inv);
-			if (v < 0)
-				return builder_error(p, in, v);
-			e[i] = array_val(v);
-		}
+		v = vtpu_g_gather(p->g, v, flat, 0, false);
+		v = permute(p, vtpu_g_reshape(p->g, v, rank, td), inv);
+		if (v < 0)
+			return builder_error(p, in, v);
+		e[i] = array_val(v);
 	}
+	return 0;
+}
+
+/*
+ * sort(ops...), dimensions={d}, to_apply=cmp: any comparator made of
+ * scalar functions, see sort_core().
+ */
+static int build_sort(struct parser *p, struct inst *in)
+{
+	struct hval *e;
+	int *vals, i, rank;
+
+	if (need(p, in, AT_DIMENSIONS) || need(p, in, AT_TO_APPLY))
+		return p->ret;
+	if (in->nops < 1 || in->at->to_apply->nparams != 2 * in->nops)
+		return error_at(p, in->at->val[AT_TO_APPLY]->loc,
+				"a sort of %d operands needs a comparator of %d parameters",
+				in->nops, 2 * in->nops);
+	vals = alloc_array(p, in->nops, sizeof(*vals));
+	e = alloc_array(p, in->nops, sizeof(*e));
+	if (!vals || !e)
+		return p->ret;
+	for (i = 0; i < in->nops; i++)
+		if (value_of(p, in, i, &vals[i]))
+			return p->ret;
+	rank = rank_of(p, vals[0]);
+	if (in->at->dims.n != 1 || in->at->dims.v[0] < 0 ||
+	    in->at->dims.v[0] >= rank)
+		return error_at(p, in->at->val[AT_DIMENSIONS]->loc,
+				"sort needs one dimension of the operands");
+	if (sort_core(p, in, in->at->to_apply, vals, in->nops,
+		      in->at->dims.v[0], e))
+		return p->ret;
 	if (in->nops == 1) {
 		in->v = e[0];
 		return 0;
 	}
 	in->v.n = in->nops;
+	in->v.e = e;
+	return 0;
+}
+
+/*
+ * custom-call(x), custom_call_target="TopK", to_apply=cmp (optional):
+ * the k first of x's last dimension in cmp's order (greater first
+ * without one), and their s32 indices: a stable sort of (x, iota)
+ * whose comparator sees x only, then the first k.
+ */
+static int build_topk(struct parser *p, struct inst *in)
+{
+	struct vtpu_shape s;
+	struct hval *e;
+	int vals[2], i, r;
+	int64_t start[R] = { 0 }, limit[R], stride[R];
+	struct comp *c = in->at ? in->at->to_apply : NULL;
+
+	if (in->nops != 1 || !in->shape.tuple || in->shape.n != 2 ||
+	    in->shape.elem[0].tuple || in->shape.elem[1].tuple ||
+	    value_of(p, in, 0, &vals[0]))
+		return error_at(p, in->op_tok->loc,
+				"a TopK custom-call takes one array and gives (values, indices)");
+	s = shape_of(p, vals[0]);
+	r = s.rank;
+	if (!r || in->shape.elem[0].s.rank != r ||
+	    in->shape.elem[0].s.dims[r - 1] > s.dims[r - 1] ||
+	    (c && c->nparams != 2 && c->nparams != 4))
+		return error_at(p, in->op_tok->loc,
+				"a TopK custom-call takes k of its operand's last dimension and a comparator of 2 or 4 parameters");
+	vals[1] = vtpu_g_broadcast(p->g, iota_s32(p, s.dims[r - 1]), r,
+				   s.dims, (int[]){ r - 1 });
+	e = alloc_array(p, 2, sizeof(*e));
+	if (!e || vals[1] < 0)
+		return vals[1] < 0 ? builder_error(p, in, vals[1]) : p->ret;
+	if (sort_core(p, in, c, vals, 2, r - 1, e))
+		return p->ret;
+	for (i = 0; i < r; i++) {
+		limit[i] = in->shape.elem[0].s.dims[i];
+		stride[i] = 1;
+	}
+	for (i = 0; i < 2; i++) {
+		int v = vtpu_g_slice(p->g, e[i].id, start, limit, stride);
+
+		if (v < 0)
+			return builder_error(p, in, v);
+		e[i] = array_val(v);
+	}
+	in->v.n = 2;
 	in->v.e = e;
 	return 0;
 }
@@ -4372,6 +4434,8 @@ static int build_custom(struct parser *p, struct inst *in)
 			in->v = in->ops[0]->v;
 			return 0;
 		}
+	if (t->n == 4 && !memcmp(t->s, "TopK", 4))
+		return build_topk(p, in);
 	return error_at(p, t->loc, "unsupported: custom-call target '%.*s'",
 			(int)t->n, t->s);
 }

@@ -1330,6 +1330,30 @@ TEST(sort_applies_the_whole_comparator)
 			 "5:13", "unsupported: reshape in a computation applied elementwise (a sort comparator)");
 }
 
+/* TopK, as XLA's TopkRewriter leaves it: the k greatest and their indices */
+TEST(topk_custom_call)
+{
+	static const float x[8] = { 3, 1, 4, 1, 5, 9, 2, 6 };
+	const char *text =
+		"HloModule m\n"
+		"gt {\n"
+		"  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+		"  ROOT g = pred[] compare(a, b), direction=GT, type=TOTALORDER\n"
+		"}\n"
+		"ENTRY e {\n"
+		"  x = f32[2,4] parameter(0)\n"
+		"  ROOT t = (f32[2,3], s32[2,3]) custom-call(x), custom_call_target=\"TopK\", to_apply=gt\n"
+		"}\n";
+	double out[6];
+	int n;
+
+	n = eval_hlo(_metadata, text, (const void *[]){ x }, 0, out, 6);
+	ASSERT_VALUES(out, n, 4, 3, 1, 9, 6, 5);
+	n = eval_hlo(_metadata, text, (const void *[]){ x }, 1, out, 6);
+	ASSERT_VALUES(out, n, 2, 0, 1, 1, 3, 0);
+}
+
 /* s8 x s8 -> s32 is exact on the f32 MXU while sums stay below 2^24 */
 TEST(integer_dot_of_narrow_types)
 {
@@ -1474,9 +1498,9 @@ TEST(unsupported_opcode_is_named)
 	ASSERT_HLO_ERROR("HloModule m\n"
 			 "ENTRY e {\n"
 			 "  p = f32[2] parameter(0)\n"
-			 "  ROOT q = f32[2] custom-call(p), custom_call_target=\"TopK\"\n"
+			 "  ROOT q = f32[2] custom-call(p), custom_call_target=\"__cublas$gemm\"\n"
 			 "}\n",
-			 "4:54", "unsupported: custom-call target 'TopK'");
+			 "4:54", "unsupported: custom-call target '__cublas$gemm'");
 }
 
 TEST(unsupported_opcodes_outside_entry_are_fine)

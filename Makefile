@@ -123,7 +123,7 @@ BENCH := $(BUILD)/bin/vtpu-bench
 BENCH_SRCS := $(wildcard tools/bench/*.c)
 
 .PHONY: all module tests clean check checkpatch unit kselftest vm-shell deps \
-	bench bench-models fuzz fuzz-onnx install e2e conformance conformance-check demo
+	bench bench-models fuzz fuzz-onnx install e2e conformance conformance-check hlo demo
 
 COMPILE_TOOL := $(BUILD)/bin/vtpu-compile
 RUN_TOOL := $(BUILD)/bin/vtpu-run
@@ -217,6 +217,13 @@ CONFORMANCE_VM_PARAMS ?= $(patsubst job_timeout_ms=%,job_timeout_ms=20000,$(VM_P
 conformance-check: module $(CONFORMANCE)
 	@tools/conformance.sh $(BUILD) $(CURDIR)/$(MODULE) "$(CONFORMANCE_VM_PARAMS)"
 
+# XLA HLO as JAX and torch-xla emit it (tests/hlo/corpus): every module
+# on the host backend against tests/hlo/hlo_ref.py's independent NumPy
+# evaluation, then on the accel backend in QEMU, bit for bit the host's.
+.PHONY: hlo
+hlo: module $(RUN_TOOL)
+	@tests/hlo/run.sh $(BUILD) $(CURDIR)/$(MODULE) "$(CONFORMANCE_VM_PARAMS)"
+
 # Real models exported by torch.onnx (tools/zoo/export.py, cached in
 # BUILD/zoo) on the host backend, checked against PyTorch's outputs; two
 # small ones again on the accel backend in QEMU, bit for bit the host's.
@@ -242,9 +249,9 @@ $(HLO_FUZZ): tests/fuzz/hlo_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) $(EXEC_HDR
 
 fuzz: $(HLO_FUZZ)
 	@mkdir -p $(BUILD)/fuzz-corpus
-	$(HLO_FUZZ) -dict=tests/fuzz/hlo.dict -max_len=8192 -timeout=5 \
+	$(HLO_FUZZ) -dict=tests/fuzz/hlo.dict -max_len=32768 -timeout=5 \
 		-max_total_time=$${FUZZ_SECONDS:-60} -artifact_prefix=$(BUILD)/ \
-		$(BUILD)/fuzz-corpus tests/fuzz/hlo_corpus
+		$(BUILD)/fuzz-corpus tests/fuzz/hlo_corpus tests/hlo/corpus
 
 # The ONNX frontend and the compiler behind it, seeded with every model
 # of ONNX's test data (copied: libFuzzer adds to its first directory).

@@ -22,7 +22,7 @@ if ! make -s BUILD="$build" all > "$logs/build.log" 2>&1; then
 	exit 1
 fi
 
-suites=(checkpatch unit tools kselftest fuzz-kernel e2e conformance zoo python)
+suites=(checkpatch unit tools kselftest fuzz-kernel e2e conformance hlo zoo python)
 # The make target of a suite whose name is not its target.
 declare -A target=([conformance]=conformance-check [tools]=tools-test)
 summary=()

@@ -245,6 +245,8 @@ static void gen_kernel(struct cg *c, const int *nodes, int nn, int id)
 		gen_gather(c, nodes[0]);
 	else if (nn == 1 && n->op == OP_P_DWCONV)
 		gen_dwconv(c, nodes[0]);
+	else if (n->op == OP_WHILE)
+		gen_while(c, nodes[0]);
 	else
 		gen_fused(c, nodes, nn);
 }
@@ -357,7 +359,7 @@ static uint64_t const_end(const struct ir_graph *g, int arena)
 static int make_bindings(struct cg *c, struct vtpu_program *prog)
 {
 	struct ir_graph *g = c->g;
-	uint64_t scratch = scratch_size(g), weights = const_end(g, A_WEIGHTS);
+	uint64_t scratch = c->loop_scratch, weights = c->loop_weights;
 	int i, p, nb = g->nparams + g->nout + !!scratch + !!weights;
 
 	prog->bindings = calloc(nb + 1, sizeof(*prog->bindings));
@@ -426,14 +428,14 @@ static void put_const(uint8_t *dst, const struct ir_node *n)
 static int make_consts(struct cg *c)
 {
 	struct ir_graph *g = c->g;
-	uint64_t size = const_end(g, A_CONST);
+	uint64_t size = c->loop_consts;
 	int i;
 
 	/* The planner keeps the section far below the ISA's limit. */
 	if (size > VTPU_MAX_CONST_SIZE)
 		return cg_fail(c, E2BIG, "constants: %llu bytes, the limit is %u",
 			       (unsigned long long)size, VTPU_MAX_CONST_SIZE);
-	c->weights_size = const_end(g, A_WEIGHTS);
+	c->weights_size = c->loop_weights;
 	if (size) {
 		c->e.consts = calloc(1, size);
 		c->e.const_size = size;
@@ -451,6 +453,7 @@ static int make_consts(struct cg *c)
 		put_const((n->arena == A_CONST ? c->e.consts : c->weights) +
 			  n->offset, n);
 	}
+	loops_fill(c);
 	return 0;
 }
 
@@ -466,7 +469,8 @@ static void plan_lanes(struct cg *c, const struct vtpu_device_params *dev)
 	uint32_t lanes = dev->num_cores < VTPU_MAX_LANES ? dev->num_cores :
 			 VTPU_MAX_LANES;
 
-	if (lanes < 2 || c->vmem / lanes < (64u << 10))
+	/* a program with branches has one lane (uapi/drm/vtpu_isa.h) */
+	if (lanes < 2 || c->vmem / lanes < (64u << 10) || ir_has_loops(c->g))
 		return;
 	c->e.lanes = lanes;
 	c->e.lane_size = c->vmem / lanes & ~63u;
@@ -568,6 +572,9 @@ int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 			(unsigned long long)dev->vmem_size);
 	plan_lanes(&c, dev);
 	if (!c.ret)
+		loops_prepare(&c, dev, scratch_size(g), const_end(g, A_CONST),
+			      const_end(g, A_WEIGHTS));
+	if (!c.ret)
 		make_bindings(&c, prog);
 	if (!c.ret)
 		make_consts(&c);
@@ -582,6 +589,7 @@ int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 		finish(&c, dev, prog);
 	}
 	emit_fini(&c.e);
+	loops_free(&c);
 	if (c.ret) {
 		weights_put(c.weights);
 		free(prog->binary);

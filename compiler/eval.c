@@ -286,7 +286,11 @@ static double binary(const struct ir_node *n, double a, double b)
 struct ev {
 	const struct ir_graph *g;
 	double **v;
+	void ***loop;	/* a WHILE's final state, leaf by leaf, typed */
 };
+
+/* Iterations ir_eval() gives a loop before it calls it endless. */
+#define EV_MAX_ITER	(1 << 20)
 
 #define IN(ev, n, k)	((ev)->v[(n)->in[k]])
 #define INSHAPE(ev, n, k)	(&(ev)->g->nodes[(n)->in[k]].shape)
@@ -695,6 +699,85 @@ static int ev_leaf(const struct ir_node *n, const struct ir_graph *g,
 	return 0;
 }
 
+static void free_leaves(void **x, int n)
+{
+	int k;
+
+	if (!x)
+		return;
+	for (k = 0; k < n; k++)
+		free(x[k]);
+	free(x);
+}
+
+/*
+ * A WHILE: its condition and body evaluated with ir_eval() itself, the
+ * state typed between iterations as on the device; the final state kept
+ * for its WHILE_OUTs. A loop still going after EV_MAX_ITER iterations is
+ * -ETIMEDOUT, as the device's watchdog would have it.
+ */
+static int ev_while(struct ev *ev, const struct ir_node *n, double *out)
+{
+	const struct ir_graph *cg = n->a.loop.cond, *bg = n->a.loop.body;
+	void **state = calloc(n->nin + 1, sizeof(void *));
+	void **next = calloc(n->nin + 1, sizeof(void *));
+	void *pred[1] = { NULL };
+	long iter;
+	int k, ret = -ENOMEM;
+
+	out[0] = 0;
+	if (!state || !next)
+		goto out;
+	for (k = 0; k < n->nin; k++) {
+		const struct vtpu_shape *s = INSHAPE(ev, n, k);
+
+		state[k] = malloc(shape_elems(s) * type_size(s->type) + 1);
+		if (!state[k])
+			goto out;
+		store(state[k], IN(ev, n, k), s->type, shape_elems(s));
+	}
+	for (iter = 0;; iter++) {
+		ret = ir_eval(cg, (const void *const *)state, pred);
+		if (ret)
+			goto out;
+		ret = *(int32_t *)pred[0] ? 0 : 1;
+		free(pred[0]);
+		pred[0] = NULL;
+		if (ret == 1)
+			break;
+		if (iter == EV_MAX_ITER) {
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+		ret = ir_eval(bg, (const void *const *)state, next);
+		if (ret)
+			goto out;
+		for (k = 0; k < n->nin; k++) {
+			free(state[k]);
+			state[k] = next[k];
+			next[k] = NULL;
+		}
+	}
+	ev->loop[n - ev->g->nodes] = state;
+	state = NULL;
+	ret = 0;
+out:
+	free_leaves(state, n->nin);
+	free_leaves(next, n->nin);
+	return ret;
+}
+
+static int ev_while_out(struct ev *ev, const struct ir_node *n, double *out)
+{
+	void **state = ev->loop[n->in[0]];
+
+	if (!state)
+		return -EINVAL;
+	load(out, state[n->a.wout.index], n->shape.type,
+	     shape_elems(&n->shape));
+	return 0;
+}
+
 static int ev_node(struct ev *ev, const struct ir_node *n,
 		   const void *const *params, double *out)
 {
@@ -735,6 +818,10 @@ static int ev_node(struct ev *ev, const struct ir_node *n,
 		return ev_copy(ev, n, out);
 	case OP_GATHER:
 		return ev_gather(ev, n, out);
+	case OP_WHILE:
+		return ev_while(ev, n, out);
+	case OP_WHILE_OUT:
+		return ev_while_out(ev, n, out);
 	default:
 		return -EINVAL;
 	}
@@ -793,8 +880,12 @@ int ir_eval(const struct ir_graph *g, const void *const *params, void **outs)
 	if (ret)
 		return ret;
 	ev.v = calloc(g->n + 1, sizeof(*ev.v));
-	if (!ev.v)
+	ev.loop = calloc(g->n + 1, sizeof(*ev.loop));
+	if (!ev.v || !ev.loop) {
+		free(ev.v);
+		free(ev.loop);
 		return -ENOMEM;
+	}
 	for (i = 0; i < g->n && !ret; i++) {
 		const struct ir_node *n = &g->nodes[i];
 
@@ -805,8 +896,12 @@ int ir_eval(const struct ir_graph *g, const void *const *params, void **outs)
 	}
 	if (!ret)
 		ret = ev_outputs(&ev, outs);
-	for (i = 0; i < g->n; i++)
+	for (i = 0; i < g->n; i++) {
 		free(ev.v[i]);
+		if (ev.loop[i])
+			free_leaves(ev.loop[i], g->nodes[i].nin);
+	}
 	free(ev.v);
+	free(ev.loop);
 	return ret;
 }

@@ -35,7 +35,9 @@ static bool foldable(const struct ir_graph *g, const struct ir_node *n)
 	int64_t elems = shape_elems(&n->shape), in_elems = 0;
 	int k;
 
-	if (n->op == OP_DEAD || n->nin == 0 || elems > FOLD_MAX_MOVE)
+	/* a loop may run long, and runs on the device: never at compile time */
+	if (n->op == OP_DEAD || n->nin == 0 || elems > FOLD_MAX_MOVE ||
+	    n->op == OP_WHILE || n->op == OP_WHILE_OUT)
 		return false;
 	if (elems > FOLD_MAX_ELEMS && ir_ops[n->op].kind == K_OTHER &&
 	    n->op != OP_TRANSPOSE && n->op != OP_RESHAPE && n->op != OP_SLICE)

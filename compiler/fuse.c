@@ -309,6 +309,10 @@ int pass_fuse(struct ir_graph *g, bool enable)
 		virtual_views(g, &f);
 	for (i = 0; i < g->n; i++)
 		g->nodes[i].kernel = find(f.root, i);
+	/* a loop's results are made by its kernel, the loop itself */
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].op == OP_WHILE_OUT)
+			g->nodes[i].kernel = g->nodes[g->nodes[i].in[0]].kernel;
 	free(f.mm);
 	free(f.lo);
 	free(f.root);

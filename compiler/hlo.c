@@ -1899,6 +1899,8 @@ static int parse_module(struct parser *p)
  * and evaluated at compile time before every iteration.
  */
 #define MAX_UNROLL	65536		/* iterations of one while loop */
+/* graph nodes a while loop is unrolled into before it loops on the device */
+#define MAX_UNROLL_NODES	20000
 #define MAX_NODES	(1 << 21)	/* graph nodes unrolling may make */
 #define MAX_WINDOW_ELEMS 1024		/* reduce-window: window elements */
 
@@ -4223,65 +4225,178 @@ static int select_hval(struct parser *p, const struct inst *in, int pred,
 	return 0;
 }
 
-/*
- * The first array leaf of @v, made to fail the execution (-ERANGE, an
- * index outside the table) when @bad is true at run time: a gather of
- * its rows at their own positions, shifted past the end by @bad.
- */
-static int guard_leaf(struct parser *p, const struct inst *in,
-		      struct hval *v, int bad)
+/* Iterations of a loop with a known trip count that are unrolled. */
+static int64_t unroll_limit(void)
 {
-	struct vtpu_shape s;
-	int64_t n, one = 1;
-	int x, idx, i;
+	const char *e = getenv("VTPU_HLO_UNROLL");
+	long long v = e ? atoll(e) : -1;
 
-	if (v->n >= 0) {
-		for (i = 0; i < v->n; i++)
-			if (leaves(&v->e[i], NULL, 0))
-				return guard_leaf(p, in, &v->e[i], bad);
+	return v >= 0 && v <= MAX_UNROLL ? v : 64;
+}
+
+/* @v with its leaves, in order, replaced by @ids (from *@k on). */
+static int relabel(struct parser *p, const struct hval *v, const int *ids,
+		   int *k, struct hval *out)
+{
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	if (v->n < 0) {
+		*out = array_val(ids[(*k)++]);
 		return 0;
 	}
-	s = shape_of(p, v->id);
-	x = s.rank ? v->id : vtpu_g_reshape(p->g, v->id, 1, &one);
-	n = s.rank ? s.dims[0] : 1;
-	idx = vtpu_g_select(p->g, bad, scalar_of(p, (double)n, VTPU_S32),
-			    scalar_of(p, 0, VTPU_S32));
-	idx = bin(p, VTPU_ADD, iota_s32(p, n),
-		  vtpu_g_broadcast(p->g, idx, 1, &n, NULL));
-	x = vtpu_g_gather(p->g, x, idx, 0, false);
-	if (!s.rank)
-		x = vtpu_g_reshape(p->g, x, 0, NULL);
-	if (x < 0)
-		return builder_error(p, in, x);
-	*v = array_val(x);
+	out->n = v->n;
+	out->e = alloc_array(p, v->n + 1, sizeof(*out->e));
+	if (!out->e)
+		return p->ret;
+	for (i = 0; i < v->n; i++)
+		if (relabel(p, &v->e[i], ids, k, &out->e[i]))
+			return p->ret;
 	return 0;
 }
 
-/* The iterations a loop with a run-time trip count is given. */
-static int64_t while_limit(void)
+/*
+ * Computation @c on a state shaped like @state, built as a graph of its
+ * own: one parameter per leaf (pred crosses as s32, as at every binding),
+ * its result's leaves the outputs (@cond: the pred, as an s32 scalar).
+ */
+static int loop_graph(struct parser *p, const struct inst *in,
+		      struct comp *c, const struct hval *state,
+		      const int *ids, int n, bool cond,
+		      struct vtpu_graph **out)
 {
-	const char *e = getenv("VTPU_HLO_WHILE_LIMIT");
-	long long v = e ? atoll(e) : 0;
+	struct vtpu_graph *outer = p->g, *g = vtpu_graph_new();
+	int *pid = alloc_array(p, n + 1, sizeof(int));
+	int *oid = alloc_array(p, n + 1, sizeof(int));
+	struct hval args, res;
+	int k = 0, i, no;
 
-	return v >= 1 && v <= MAX_UNROLL ? v : 128;
+	*out = NULL;
+	if (!g || !pid || !oid) {
+		vtpu_graph_free(g);
+		return p->ret ? p->ret : error_at(p, in->op_tok->loc, "out of memory");
+	}
+	p->g = g;
+	for (i = 0; i < n; i++) {
+		struct vtpu_shape s;
+
+		vtpu_graph_shape(outer, ids[i], &s);
+		if (s.type == VTPU_PRED)
+			s.type = VTPU_S32;
+		pid[i] = vtpu_g_parameter(g, i, &s, NULL);
+		{
+			struct vtpu_shape o;
+
+			vtpu_graph_shape(outer, ids[i], &o);
+			if (o.type == VTPU_PRED)
+				pid[i] = vtpu_g_compare(g, VTPU_NE, pid[i],
+							splat(p, 0, pid[i]));
+		}
+	}
+	if (relabel(p, state, pid, &k, &args) ||
+	    build_comp(p, c, 1, &args, in->op_tok, &res))
+		goto fail;
+	if (cond) {
+		if (res.n >= 0 || shape_of(p, res.id).type != VTPU_PRED ||
+		    rank_of(p, res.id)) {
+			error_at(p, in->at->val[AT_CONDITION]->loc,
+				 "the condition must give a pred scalar");
+			goto fail;
+		}
+		oid[0] = to_type(p, res.id, VTPU_S32);
+		no = 1;
+	} else {
+		no = leaves(&res, NULL, 0);
+		if (no == n)
+			leaves(&res, oid, 0);
+		for (i = 0; i < n && no == n; i++) {
+			struct vtpu_shape a = shape_of(p, oid[i]), b;
+
+			vtpu_graph_shape(outer, ids[i], &b);
+			if (!shape_same(&a, &b))
+				no = -1;
+			else if (a.type == VTPU_PRED)
+				oid[i] = to_type(p, oid[i], VTPU_S32);
+		}
+		if (no != n) {
+			error_at(p, in->at->val[AT_BODY]->loc,
+				 "the body must give the loop's state shape");
+			goto fail;
+		}
+	}
+	i = vtpu_g_outputs(g, no, oid);
+	if (i < 0) {
+		builder_error(p, in, i);
+		goto fail;
+	}
+	p->g = outer;
+	*out = g;
+	return 0;
+fail:
+	p->g = outer;
+	vtpu_graph_free(g);
+	return p->ret;
 }
 
 /*
- * while(init), condition=c, body=b: unrolled. While c, built on the
- * loop's state, comes out as a compile-time constant (a counter against
- * a bound, as fori_loop and scan make), each iteration is plain. From
- * the first one whose condition depends on run-time data, iterations
- * are predicated: state = select(running, body(state), state), running
- * = running and c(state), up to while_limit() of them
- * ($VTPU_HLO_WHILE_LIMIT, 128 by default); a run still going after the
- * last fails with -ERANGE instead of returning a wrong state. The
- * device has no branches: this spends the limit's work on every run.
+ * The rest of while loop @in, from @state on, as a loop on the device
+ * (a WHILE node, ISA version 4): its condition and body compiled as
+ * graphs of their own, which the program branches through.
+ */
+static int device_loop(struct parser *p, struct inst *in, struct hval *state)
+{
+	struct vtpu_graph *cg = NULL, *bg = NULL;
+	int n = leaves(state, NULL, 0), *ids, *outs, i, k = 0, ret;
+	struct hval res;
+
+	ids = alloc_array(p, n + 1, sizeof(int));
+	outs = alloc_array(p, n + 1, sizeof(int));
+	if (!ids || !outs)
+		return p->ret;
+	if (!n)
+		return error_at(p, in->op_tok->loc,
+				"unsupported: a while loop without state");
+	leaves(state, ids, 0);
+	if (loop_graph(p, in, in->at->cond, state, ids, n, true, &cg) ||
+	    loop_graph(p, in, in->at->body, state, ids, n, false, &bg))
+		goto fail;
+	for (i = 0; i < n; i++)
+		if (shape_of(p, ids[i]).type == VTPU_PRED)
+			ids[i] = to_type(p, ids[i], VTPU_S32);
+	ret = ir_while(&p->g->ir, n, ids, cg, bg, outs);
+	cg = bg = NULL;		/* the graph owns them now */
+	if (ret < 0)
+		return builder_error(p, in, ret);
+	leaves(state, ids, 0);
+	for (i = 0; i < n; i++)
+		if (shape_of(p, ids[i]).type == VTPU_PRED)
+			outs[i] = vtpu_g_compare(p->g, VTPU_NE, outs[i],
+						 splat(p, 0, outs[i]));
+	if (relabel(p, state, outs, &k, &res))
+		return p->ret;
+	in->v = res;
+	return 0;
+fail:
+	vtpu_graph_free(cg);
+	vtpu_graph_free(bg);
+	return p->ret;
+}
+
+/*
+ * while(init), condition=c, body=b. While c, built on the loop's state,
+ * comes out as a compile-time constant (a counter against a bound, as
+ * fori_loop and scan make), iterations are unrolled: plain code, and
+ * dynamic slices at the counter become static ones. From the first
+ * iteration whose condition depends on run-time data, or after
+ * unroll_limit() of them ($VTPU_HLO_UNROLL, 64 by default), the rest is
+ * a loop on the device, which runs exactly as many iterations as the
+ * data asks for.
  */
 static int build_while(struct parser *p, struct inst *in)
 {
-	struct hval state = in->ops[0]->v, cond, next;
-	int64_t iter, limit = while_limit(), k;
-	int running = -1;
+	struct hval state = in->ops[0]->v, cond;
+	int64_t iter, limit = unroll_limit();
+	int start = p->g->ir.n;
 
 	if (need(p, in, AT_CONDITION) || need(p, in, AT_BODY))
 		return p->ret;
@@ -4292,37 +4407,17 @@ static int build_while(struct parser *p, struct inst *in)
 		    rank_of(p, cond.id))
 			return error_at(p, in->at->val[AT_CONDITION]->loc,
 					"the condition must give a pred scalar");
-		if (!cond.known)
+		if (!cond.known || iter >= limit ||
+		    p->g->ir.n - start > MAX_UNROLL_NODES)
 			break;
 		if (!cond.k) {
 			in->v = state;
 			return 0;
 		}
-		if (iter == MAX_UNROLL || p->g->ir.n > MAX_NODES)
-			return error_at(p, in->op_tok->loc,
-					"unsupported: while loop of more than %lld iterations or %d operations",
-					(long long)iter, MAX_NODES);
 		if (build_comp(p, in->at->body, 1, &state, in->op_tok, &state))
 			return p->ret;
 	}
-	running = cond.id;
-	for (k = 0; k < limit; k++) {
-		if (p->g->ir.n > MAX_NODES)
-			return error_at(p, in->op_tok->loc,
-					"unsupported: while loop whose trip count depends on run-time values, %lld iterations of it are more than %d operations",
-					(long long)k, MAX_NODES);
-		if (build_comp(p, in->at->body, 1, &state, in->op_tok, &next) ||
-		    select_hval(p, in, running, &next, &state, &state) ||
-		    build_comp(p, in->at->cond, 1, &state, in->op_tok, &cond))
-			return p->ret;
-		running = p_and(p, running, cond.id);
-		if (running < 0)
-			return builder_error(p, in, running);
-	}
-	if (guard_leaf(p, in, &state, running))
-		return p->ret;
-	in->v = state;
-	return 0;
+	return device_loop(p, in, &state);
 }
 
 /*

@@ -275,6 +275,49 @@ static bool is_float(enum vtpu_type t)
  * The shape rules: computes what node @n's shape must be from its inputs
  * and attributes. Returns 0, or -EINVAL with the reason in g->err.
  */
+/* The parameter of @g numbered @index, or -1. */
+static int param_of(const struct ir_graph *g, int index)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].op == OP_PARAM && g->nodes[i].a.param.index == index)
+			return i;
+	return -1;
+}
+
+/*
+ * A WHILE's graphs fit its state: @cond and @body take one parameter per
+ * leaf of the shape of in[i], @cond gives one s32 scalar, @body the
+ * state's shapes again. Its own value is an s32 scalar token.
+ */
+static int loop_check(struct ir_graph *g, const struct ir_node *n,
+		      struct vtpu_shape *s)
+{
+	const struct ir_graph *c = n->a.loop.cond, *b = n->a.loop.body;
+	int i, pc, pb;
+
+	if (!c || !b || c->nparams != n->nin || b->nparams != n->nin ||
+	    c->nout != 1 || b->nout != n->nin || !n->nin)
+		return ir_error(g, EINVAL, "WHILE: its graphs do not take and give its state");
+	for (i = 0; i < n->nin; i++) {
+		const struct vtpu_shape *x = &g->nodes[n->in[i]].shape;
+
+		pc = param_of(c, i);
+		pb = param_of(b, i);
+		if (pc < 0 || pb < 0 || !shape_eq(&c->nodes[pc].shape, x) ||
+		    !shape_eq(&b->nodes[pb].shape, x) ||
+		    !shape_eq(&b->nodes[b->outputs[i]].shape, x))
+			return ir_error(g, EINVAL, "WHILE: leaf %d of the state changes shape", i);
+	}
+	if (c->nodes[c->outputs[0]].shape.type != VTPU_S32 ||
+	    c->nodes[c->outputs[0]].shape.rank)
+		return ir_error(g, EINVAL, "WHILE: the condition must give an s32 scalar");
+	memset(s, 0, sizeof(*s));
+	s->type = VTPU_S32;
+	return 0;
+}
+
 int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 {
 	const struct vtpu_shape *x = n->nin ? &g->nodes[n->in[0]].shape : NULL;
@@ -542,6 +585,20 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n, struct vtpu_shape *s)
 			if (n->a.view.stride[i] < 0)
 				return ir_error(g, EINVAL, "P_COPY: negative stride");
 		return 0;
+	case OP_WHILE:
+		return loop_check(g, n, s);
+	case OP_WHILE_OUT: {
+		const struct ir_graph *b;
+
+		if (x && g->nodes[n->in[0]].op == OP_WHILE) {
+			b = g->nodes[n->in[0]].a.loop.body;
+			if (n->a.wout.index >= 0 && n->a.wout.index < b->nout) {
+				*s = b->nodes[b->outputs[n->a.wout.index]].shape;
+				return 0;
+			}
+		}
+		return ir_error(g, EINVAL, "WHILE_OUT: wants a WHILE and a leaf of its state");
+	}
 	default:
 		return ir_error(g, EINVAL, "%s: no shape rule", name);
 	}
@@ -678,6 +735,13 @@ int ir_attr_words(const struct ir_graph *g, const struct ir_node *n,
 		w[k++] = n->a.view.offset;
 		k += put_i64s(w + k, n->a.view.stride, r);
 		break;
+	case OP_WHILE:
+		w[k++] = (int64_t)n->a.loop.hash[0];
+		w[k++] = (int64_t)n->a.loop.hash[1];
+		break;
+	case OP_WHILE_OUT:
+		w[k++] = n->a.wout.index;
+		break;
 	case OP_CONST:		/* its data: ir_const_bytes() */
 	case OP_NEG: case OP_ABS: case OP_EXP: case OP_LOG: case OP_SQRT:
 	case OP_RSQRT: case OP_TANH: case OP_LOGISTIC: case OP_RELU:
@@ -738,6 +802,11 @@ void ir_dump(const struct ir_graph *g, FILE *f, const char *title)
 		fputc(')', f);
 		if (n->op == OP_PARAM)
 			fprintf(f, " index=%d", n->a.param.index);
+		if (n->op == OP_WHILE_OUT)
+			fprintf(f, " index=%d", n->a.wout.index);
+		if (n->op == OP_WHILE)
+			fprintf(f, " cond=(%d nodes) body=(%d nodes)",
+				n->a.loop.cond->n, n->a.loop.body->n);
 		if (n->name)
 			fprintf(f, " name=%s", n->name);
 		if (n->kernel >= 0)
@@ -763,12 +832,94 @@ void ir_free(struct ir_graph *g)
 
 	if (!g)
 		return;
+	for (i = 0; i < g->nsubs; i++)
+		vtpu_graph_free((struct vtpu_graph *)g->subs[i]);
+	free(g->subs);
 	for (i = 0; i < g->nallocs; i++)
 		free(g->allocs[i]);
 	free(g->allocs);
 	free(g->nodes);
 	free(g->outputs);
 	memset(g, 0, sizeof(*g));
+}
+
+/* @g owns @sub from now on (freed here if that fails); 0 or -ENOMEM. */
+static int own_sub(struct ir_graph *g, struct ir_graph *sub)
+{
+	struct ir_graph **a;
+
+	if (!sub)
+		return -ENOMEM;
+	a = realloc(g->subs, (g->nsubs + 1) * sizeof(*a));
+	if (!a) {
+		vtpu_graph_free((struct vtpu_graph *)sub);
+		return -ENOMEM;
+	}
+	g->subs = a;
+	g->subs[g->nsubs++] = sub;
+	return 0;
+}
+
+int ir_while(struct ir_graph *g, int n, const int *init,
+	     struct vtpu_graph *cond, struct vtpu_graph *body, int *outs)
+{
+	static const struct vtpu_device_params none;
+	struct ir_graph *c = cond ? &cond->ir : NULL;
+	struct ir_graph *b = body ? &body->ir : NULL;
+	int w, i, o;
+
+	if (own_sub(g, c)) {
+		vtpu_graph_free(body);
+		return ir_error(g, ENOMEM, "out of memory");
+	}
+	if (own_sub(g, b))
+		return ir_error(g, ENOMEM, "out of memory");
+	if (c->errcode || b->errcode)
+		return ir_error(g, c->errcode ? c->errcode : b->errcode,
+				"in a loop: %s", c->errcode ? c->err : b->err);
+	for (i = 0; i < n; i++)
+		if (init[i] < 0 || init[i] >= g->n)
+			return ir_error(g, EINVAL, "WHILE: bad state value");
+	w = ir_add(g, OP_WHILE, &(struct vtpu_shape){ .type = VTPU_S32 },
+		   n, init);
+	if (w < 0)
+		return w;
+	g->nodes[w].a.loop.cond = c;
+	g->nodes[w].a.loop.body = b;
+	graph_hash(c, &none, NULL, g->nodes[w].a.loop.hash);
+	{
+		uint64_t hb[2];
+
+		graph_hash(b, &none, NULL, hb);
+		g->nodes[w].a.loop.hash[0] ^= hb[0] * 0x9e3779b97f4a7c15ull;
+		g->nodes[w].a.loop.hash[1] ^= hb[1] + 0x632be59bd9b4e019ull;
+	}
+	{
+		struct vtpu_shape s;
+
+		if (ir_infer(g, &g->nodes[w], &s))
+			return -g->errcode;
+	}
+	for (i = 0; i < n; i++) {
+		struct vtpu_shape s = b->nodes[b->outputs[i]].shape;
+
+		o = ir_add(g, OP_WHILE_OUT, &s, 1, &w);
+		if (o < 0)
+			return o;
+		g->nodes[o].a.wout.index = i;
+		outs[i] = o;
+	}
+	return 0;
+}
+
+bool ir_has_loops(const struct ir_graph *g)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].op == OP_WHILE)
+			return true;
+	return false;
 }
 
 struct ir_graph *ir_clone(const struct ir_graph *src)
@@ -804,6 +955,15 @@ struct ir_graph *ir_clone(const struct ir_graph *src)
 				goto fail;
 			memcpy(d, n->a.cst.data, bytes);
 			g->nodes[id].a.cst.data = d;
+		}
+		if (n->op == OP_WHILE) {
+			struct ir_graph *c = ir_clone(n->a.loop.cond);
+			struct ir_graph *b = c ? ir_clone(n->a.loop.body) : NULL;
+
+			if (own_sub(g, c) || own_sub(g, b))
+				goto fail;
+			g->nodes[id].a.loop.cond = c;
+			g->nodes[id].a.loop.body = b;
 		}
 	}
 	g->outputs = malloc((src->nout + 1) * sizeof(int));

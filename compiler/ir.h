@@ -77,6 +77,8 @@
 	X(P_COPY,         1,   K_OTHER, 1) \
 	X(GATHER,         2,   K_OTHER, 1) \
 	X(P_DWCONV,       2,   K_OTHER, 1) \
+	X(WHILE,          -1,  K_OTHER, 1) \
+	X(WHILE_OUT,      1,   K_OTHER, 1) \
 	X(DEAD,           0,   K_OTHER, 0)
 
 enum ir_op {
@@ -146,6 +148,22 @@ struct ir_node {
 		 * fails the execution with -ERANGE
 		 */
 		struct { bool wrap; } gather;
+		/*
+		 * WHILE: a loop on the device. in[] is the initial state,
+		 * one value per leaf; while @cond (params: the state;
+		 * output: one s32 scalar, nonzero to go on) says so, the
+		 * state becomes @body's outputs (params: the state). The
+		 * node's own value is a token (s32[], never materialised);
+		 * WHILE_OUT @index (in[0]: the WHILE) is leaf @index of the
+		 * final state. The graphs belong to the graph holding the
+		 * node (ir_graph.subs); @hash is theirs (cache.c), for CSE
+		 * and the compile cache.
+		 */
+		struct {
+			struct ir_graph *cond, *body;
+			uint64_t hash[2];
+		} loop;
+		struct { int index; } wout;
 	} a;
 
 	/* Set by passes. */
@@ -182,6 +200,9 @@ struct ir_graph {
 	/* every allocation the graph owns, freed with it */
 	void **allocs;
 	int nallocs, allocs_cap;
+	/* the graphs of its WHILE nodes, freed with it */
+	struct ir_graph **subs;
+	int nsubs;
 };
 
 /* The public type is the internal one. */
@@ -217,6 +238,15 @@ void ir_dump(const struct ir_graph *g, FILE *f, const char *title);
 /* A deep copy (for passes that want the original kept). */
 struct ir_graph *ir_clone(const struct ir_graph *g);
 void ir_free(struct ir_graph *g);
+/*
+ * A loop (see WHILE above): takes ownership of @cond and @body (freed on
+ * error too) and writes the final state's @n leaves to @outs. Returns 0
+ * or -errno (the graph's sticky error set).
+ */
+int ir_while(struct ir_graph *g, int n, const int *init,
+	     struct vtpu_graph *cond, struct vtpu_graph *body, int *outs);
+/* Whether @g holds a loop (its program then has one lane). */
+bool ir_has_loops(const struct ir_graph *g);
 
 /*
  * Each op's attributes, described once (ir.c) for CSE and the compile

@@ -114,6 +114,10 @@ struct cg {
 	uint64_t lane_dst_base, lane_dst_bytes;
 	int lane_split;		/* few blocks: split each into bands */
 	uint64_t weights_size;
+	/* loop.c: the loops' programs; scratch, constants, weights with them */
+	struct cg_loop *loops;
+	int nloops;
+	uint64_t loop_scratch, loop_consts, loop_weights;
 	char *err;
 	size_t errlen;
 	int ret;		/* first error, sticky */
@@ -152,5 +156,16 @@ void gen_gather(struct cg *c, int v);
 
 /* dwconv.c */
 void gen_dwconv(struct cg *c, int v);
+/*
+ * loop.c: WHILE nodes. loops_prepare() compiles every loop's graphs and
+ * sizes scratch, constants and weights (given the graph's own) with
+ * them; loops_fill() copies their constants and weights in; gen_while()
+ * emits a loop; loops_free() releases it all.
+ */
+int loops_prepare(struct cg *c, const struct vtpu_device_params *dev,
+		  uint64_t scratch, uint64_t consts, uint64_t weights);
+void loops_fill(struct cg *c);
+void gen_while(struct cg *c, int v);
+void loops_free(struct cg *c);
 
 #endif /* VTPU_PLAN_H */

@@ -807,6 +807,158 @@ TEST(hlo_modules_parse_compile_and_run)
 	}
 }
 
+/*
+ * Loops on the device (WHILE, ISA version 4): a trip count that depends
+ * on the data; nested loops; a scan far past the unrolling limit with
+ * dynamic slices at its counter; a body with weights large enough for
+ * the weights binding; each on a big and a tiny VMEM, against ir_eval().
+ */
+static const char hlo_until[] =
+	"HloModule until\n"
+	"sum { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+	"  ROOT s = f32[] add(a, b) }\n"
+	"body { s = (s32[], f32[5,7]) parameter(0)\n"
+	"  i = s32[] get-tuple-element(s), index=0\n"
+	"  v = f32[5,7] get-tuple-element(s), index=1\n"
+	"  i1 = s32[] add(i, s32[] constant(1))\n"
+	"  h = f32[5,7] broadcast(f32[] constant(1.5)), dimensions={}\n"
+	"  c = f32[5,7] broadcast(f32[] constant(0.25)), dimensions={}\n"
+	"  v1 = f32[5,7] add(f32[5,7] multiply(v, h), c)\n"
+	"  ROOT t = (s32[], f32[5,7]) tuple(i1, v1) }\n"
+	"cond { s = (s32[], f32[5,7]) parameter(0)\n"
+	"  v = f32[5,7] get-tuple-element(s), index=1\n"
+	"  a = f32[5,7] abs(v)\n"
+	"  m = f32[] reduce(a, f32[] constant(0)), dimensions={0,1}, to_apply=sum\n"
+	"  ROOT lt = pred[] compare(m, f32[] constant(1e6)), direction=LT }\n"
+	"ENTRY e { x = f32[5,7] parameter(0)\n"
+	"  w = (s32[], f32[5,7]) while((s32[], f32[5,7]) tuple(s32[] constant(0), x)), condition=cond, body=body\n"
+	"  n = s32[] get-tuple-element(w), index=0\n"
+	"  y = f32[5,7] get-tuple-element(w), index=1\n"
+	"  ROOT r = (s32[], f32[5,7]) tuple(n, y) }\n";
+
+static const char hlo_nested[] =
+	"HloModule nested\n"
+	"ibody { s = (s32[], f32[3]) parameter(0)\n"
+	"  j = s32[] get-tuple-element(s), index=0\n"
+	"  v = f32[3] get-tuple-element(s), index=1\n"
+	"  ROOT t = (s32[], f32[3]) tuple(s32[] add(j, s32[] constant(1)), f32[3] add(v, v)) }\n"
+	"icond { s = (s32[], f32[3]) parameter(0)\n"
+	"  v = f32[3] get-tuple-element(s), index=1\n"
+	"  x = f32[1] slice(v), slice={[1:2]}\n"
+	"  ROOT c = pred[] compare(f32[] reshape(x), f32[] constant(50)), direction=LT }\n"
+	"obody { s = (s32[], f32[3]) parameter(0)\n"
+	"  i = s32[] get-tuple-element(s), index=0\n"
+	"  v = f32[3] get-tuple-element(s), index=1\n"
+	"  w = (s32[], f32[3]) while((s32[], f32[3]) tuple(s32[] constant(0), v)), condition=icond, body=ibody\n"
+	"  v2 = f32[3] get-tuple-element(w), index=1\n"
+	"  ROOT t = (s32[], f32[3]) tuple(s32[] add(i, s32[] constant(1)), f32[3] multiply(v2, f32[3] constant({0.5, 0.25, 0.125}))) }\n"
+	"ocond { s = (s32[], f32[3]) parameter(0)\n"
+	"  v = f32[3] get-tuple-element(s), index=1\n"
+	"  x = f32[1] slice(v), slice={[0:1]}\n"
+	"  y = f32[] reshape(x)\n"
+	"  ROOT c = pred[] compare(y, f32[] constant(100)), direction=LT }\n"
+	"ENTRY e { x = f32[3] parameter(0)\n"
+	"  a = f32[3] abs(x)\n"
+	"  b = f32[3] add(a, f32[3] constant({1, 1, 1}))\n"
+	"  w = (s32[], f32[3]) while((s32[], f32[3]) tuple(s32[] constant(0), b)), condition=ocond, body=obody\n"
+	"  ROOT r = s32[] get-tuple-element(w), index=0 }\n";
+
+static const char hlo_scan[] =
+	"HloModule scan\n"
+	"body { s = (s32[], f32[300,4], f32[4], f32[300,4]) parameter(0)\n"
+	"  i = s32[] get-tuple-element(s), index=0\n"
+	"  xs = f32[300,4] get-tuple-element(s), index=1\n"
+	"  h = f32[4] get-tuple-element(s), index=2\n"
+	"  ys = f32[300,4] get-tuple-element(s), index=3\n"
+	"  z = s32[] constant(0)\n"
+	"  x = f32[1,4] dynamic-slice(xs, i, z), dynamic_slice_sizes={1,4}\n"
+	"  xr = f32[4] reshape(x)\n"
+	"  h1 = f32[4] tanh(f32[4] add(f32[4] multiply(h, f32[4] constant({0.9, 0.8, 0.7, 0.6})), xr))\n"
+	"  y = f32[1,4] reshape(h1)\n"
+	"  ys1 = f32[300,4] dynamic-update-slice(ys, y, i, z)\n"
+	"  ROOT t = (s32[], f32[300,4], f32[4], f32[300,4]) tuple(s32[] add(i, s32[] constant(1)), xs, h1, ys1) }\n"
+	"cond { s = (s32[], f32[300,4], f32[4], f32[300,4]) parameter(0)\n"
+	"  i = s32[] get-tuple-element(s), index=0\n"
+	"  ROOT c = pred[] compare(i, s32[] constant(300)), direction=LT }\n"
+	"ENTRY e { xs = f32[300,4] parameter(0)\n"
+	"  h = f32[4] constant({0, 0, 0, 0})\n"
+	"  ys = f32[300,4] broadcast(f32[] constant(0)), dimensions={}\n"
+	"  w = (s32[], f32[300,4], f32[4], f32[300,4]) while((s32[], f32[300,4], f32[4], f32[300,4]) tuple(s32[] constant(0), xs, h, ys)), condition=cond, body=body\n"
+	"  hn = f32[4] get-tuple-element(w), index=2\n"
+	"  y = f32[300,4] get-tuple-element(w), index=3\n"
+	"  ROOT r = (f32[4], f32[300,4]) tuple(hn, y) }\n";
+
+TEST(loops_run_on_the_device)
+{
+	const char *mods[] = { hlo_until, hlo_nested, hlo_scan };
+	unsigned int i, j;
+
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < 2; j++) {
+			struct vtpu_graph *g = NULL;
+			char err[256];
+			int k, loops = 0;
+
+			ASSERT_EQ(0, vtpu_hlo_parse(mods[i], strlen(mods[i]), &g,
+						    err, sizeof(err)))
+				TH_LOG("module %u: %s", i, err);
+			for (k = 0; k < g->ir.n; k++)
+				loops += g->ir.nodes[k].op == OP_WHILE;
+			/* the nested one: a loop in a loop's body */
+			EXPECT_EQ(1, loops) TH_LOG("module %u", i);
+			if (i == 1) {
+				for (k = 0; k < g->ir.n; k++)
+					if (g->ir.nodes[k].op == OP_WHILE)
+						EXPECT_TRUE(ir_has_loops(g->ir.nodes[k].a.loop.body));
+			}
+			CHECK(g, j ? &dev_small : &dev_big, 1e-5, 1e-4);
+			vtpu_graph_free(g);
+		}
+	}
+}
+
+/* A loop whose body holds weights: they go to the weights binding. */
+TEST(loop_bodies_keep_their_weights)
+{
+	static const int64_t d[] = { 4, 64 }, md[] = { 64, 64 };
+	struct vtpu_shape s = f32(2, d), ms = f32(2, md);
+	struct vtpu_shape i32 = { .type = VTPU_S32 };
+	struct vtpu_graph *g = vtpu_graph_new(), *cg = vtpu_graph_new();
+	struct vtpu_graph *bg = vtpu_graph_new();
+	struct vtpu_program *p = NULL;
+	float *m = random_tensor(&ms);
+	int init[2], outs[2], ci, cv, bi, bv, k, w;
+	double r;
+
+	/* cond: i < 7 */
+	ci = vtpu_g_parameter(cg, 0, &i32, "i");
+	cv = vtpu_g_parameter(cg, 1, &s, "v");
+	(void)cv;
+	k = vtpu_g_convert(cg, vtpu_g_compare(cg, VTPU_LT, ci,
+			   vtpu_g_constant(cg, &i32, &(int32_t){ 7 })), VTPU_S32);
+	ASSERT_LE(0, vtpu_g_outputs(cg, 1, &k));
+	/* body: i + 1, tanh(v . m) with m a 16 KiB constant */
+	bi = vtpu_g_parameter(bg, 0, &i32, "i");
+	bv = vtpu_g_parameter(bg, 1, &s, "v");
+	outs[0] = vtpu_g_binary(bg, VTPU_ADD, bi,
+				vtpu_g_constant(bg, &i32, &(int32_t){ 1 }));
+	outs[1] = vtpu_g_unary(bg, VTPU_TANH,
+			       vtpu_g_matmul(bg, bv, vtpu_g_constant(bg, &ms, m)));
+	ASSERT_LE(0, vtpu_g_outputs(bg, 2, outs));
+	init[0] = vtpu_g_constant(g, &i32, &(int32_t){ 0 });
+	init[1] = vtpu_g_parameter(g, 0, &s, "x");
+	ASSERT_EQ(0, ir_while(&g->ir, 2, init, cg, bg, outs));
+	w = outs[1];
+	ASSERT_LE(0, vtpu_g_outputs(g, 1, &w));
+	r = check_graph(g, &dev_big, 1e-4, 1e-3, 0, &p);
+	EXPECT_TRUE(r >= 0 && r <= 1.0) TH_LOG("worst ratio %g", r);
+	ASSERT_NE(NULL, p);
+	EXPECT_LE(64 * 64 * 4, p->weights_size);
+	vtpu_program_free(p);
+	free(m);
+	vtpu_graph_free(g);
+}
+
 TEST(planner_peak_within_ten_percent_of_lower_bound)
 {
 	struct vtpu_graph *graphs[] = { mlp(32, 64, 256, 16), mlp(8, 128, 64, 8) };

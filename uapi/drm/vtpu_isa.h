@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
 /*
- * vtpu program format and instruction set (ISA version 2).
+ * vtpu program format and instruction set (ISA version 4).
  *
  * This header is the contract between the compiler (which emits
  * programs), the kernel (which validates and executes them) and the
@@ -28,7 +28,14 @@
  *   VPU   elementwise unary and binary functions with scalar, row and
  *         column broadcast, compare and select, row/column reductions,
  *         fill, iota, convert, transpose.
- * Programs are straight-line code ending in END. Execution is
+ * SCALAR (ISA version 4) VTPU_SREGS s32 registers per core, zero when a
+ *         job starts: loaded from VMEM (SLOAD), set and incremented
+ *         (SSET, SADD), and tested by the branches (BRZ, BRNZ).
+ * Programs run from instruction 0 to END, in order except where a branch
+ * (BRZ, BRNZ, JUMP; ISA version 4) continues elsewhere: loops on the
+ * device, whose trip count may depend on data. Every executed
+ * instruction counts towards the job's work, so a loop that never ends
+ * is stopped by the job timeout like any long job. Execution is
  * deterministic: the same program on the same inputs gives bit-identical
  * results on every core, in the kernel and in the userspace executor.
  *
@@ -44,6 +51,10 @@
  * gives the same results unless an instruction of one lane writes binding
  * bytes that another lane's instruction between the same BARRIERs reads
  * or writes: such bytes' values are then unspecified.
+ *
+ * Branches (ISA version 4): a branch's target, &vtpu_insn.imm, is the
+ * index of an instruction of the program; a program with a branch has at
+ * most one lane (&vtpu_prog_header.lanes 0 or 1).
  */
 #ifndef _UAPI_VTPU_ISA_H_
 #define _UAPI_VTPU_ISA_H_
@@ -58,10 +69,11 @@ extern "C" {
 #define VTPU_PROG_FORMAT_VERSION	1
 /*
  * ISA version 2 adds DMA_GATHER, version 3 lanes (LANE, BARRIER and
- * &vtpu_prog_header.lanes); validators take programs of versions 1 to 3,
- * each with only what its version has.
+ * &vtpu_prog_header.lanes), version 4 scalar registers and branches
+ * (SLOAD, SSET, SADD, BRZ, BRNZ, JUMP); validators take programs of
+ * versions 1 to 4, each with only what its version has.
  */
-#define VTPU_ISA_VERSION		3
+#define VTPU_ISA_VERSION		4
 #define VTPU_ISA_VERSION_MIN		1
 
 /* Limits every validator enforces. */
@@ -70,6 +82,7 @@ extern "C" {
 #define VTPU_MAX_CONST_SIZE		0x4000000u
 #define VTPU_MAX_META_SIZE		0x100000u
 #define VTPU_MAX_LANES			8
+#define VTPU_SREGS			16	/* scalar registers */
 
 /* DMA binding index that names the program's constants section. */
 #define VTPU_BINDING_CONSTANTS		0xffffffffu

@@ -36,6 +36,16 @@
  *   BARRIER    ends the lanes' part of the work: what follows is lane 0's,
  *              and runs once every lane's instruction before it has
  *              (ISA version 3)
+ *   SLOAD      s[sub] = the s32 at VMEM byte address imm (4-aligned,
+ *              imm + 4 <= vmem_size) (ISA version 4, as all below)
+ *   SSET       s[sub] = imm (as s32)
+ *   SADD       s[sub] += imm (as s32, wrapping)
+ *   BRZ        if s[sub] == 0, continue at instruction imm
+ *   BRNZ       if s[sub] != 0, continue at instruction imm
+ *   JUMP       continue at instruction imm
+ *              s[0..VTPU_SREGS-1] are the core's scalar registers, zero
+ *              when a job starts; a branch target is an instruction index
+ *              below insn_count (see vtpu_isa.h for the rules)
  *
  * VTPU_UNARY(name), VTPU_BINARY(name), VTPU_CMP(name), VTPU_REDUCE(name)
  *   the function selectors of UNARY, BINARY, CMP and REDUCE, in order.
@@ -59,6 +69,12 @@ VTPU_OP(TRANSPOSE, 0,              VTPU_K_ANY,  VTPU_K_ANY,  VTPU_K_NONE, 0)
 VTPU_OP(DMA_GATHER, 0,             VTPU_K_DMA,  VTPU_K_NONE, VTPU_K_NONE, VTPU_F_INDEX_WRAP)
 VTPU_OP(LANE,      0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
 VTPU_OP(BARRIER,   0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(SLOAD,     VTPU_SREGS,     VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(SSET,      VTPU_SREGS,     VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(SADD,      VTPU_SREGS,     VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(BRZ,       VTPU_SREGS,     VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(BRNZ,      VTPU_SREGS,     VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
+VTPU_OP(JUMP,      0,              VTPU_K_NONE, VTPU_K_NONE, VTPU_K_NONE, 0)
 #endif
 
 #ifdef VTPU_UNARY

@@ -4690,6 +4690,20 @@ static int build_inst(struct parser *p, struct inst *in)
 			return p->ret;
 		if (id < 0)
 			return builder_error(p, in, id);
+		/*
+		 * f16 runs in f32: each arithmetic result is rounded to f16,
+		 * as f16 hardware (and XLA's evaluator) gives it; operations
+		 * that only move values need not.
+		 */
+		if (!in->shape.tuple &&
+		    hlo_types[in->shape.htype].kind == HT_F16 &&
+		    (in->op->kind == OK_UNARY || in->op->kind == OK_BINARY ||
+		     in->op->kind == OK_MATH || in->op->kind == OK_DOT ||
+		     in->op->kind == OK_CONV || in->op->kind == OK_BN_INF)) {
+			id = compose_round_f16(p->g, id);
+			if (id < 0)
+				return builder_error(p, in, id);
+		}
 		if (p->map.rank && in->op->kind == OK_CONST) {
 			id = vtpu_g_broadcast(p->g, id, p->map.rank,
 					      p->map.dims, NULL);

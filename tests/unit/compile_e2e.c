@@ -959,6 +959,43 @@ TEST(loop_bodies_keep_their_weights)
 	vtpu_graph_free(g);
 }
 
+/*
+ * f16 runs in f32 with each arithmetic result rounded to f16, on the
+ * device (ir_eval() computes in double, where the rounding trick is
+ * exact, so this checks the executor's bits): (1024 + 0.25) - 1024 is 0.
+ */
+TEST(f16_results_round_to_f16)
+{
+	static const char text[] =
+		"HloModule m\nENTRY e {\n"
+		"  p = f16[2] parameter(0)\n"
+		"  a = f16[1] slice(p), slice={[0:1]}\n"
+		"  b = f16[1] slice(p), slice={[1:2]}\n"
+		"  s = f16[1] add(a, b)\n"
+		"  ROOT d = f16[1] subtract(s, a)\n}\n";
+	float x[2] = { 1024, 0.25 };
+	void *params[1] = { x }, *outs[1] = { 0 };
+	struct vtpu_program *prog = NULL;
+	struct vtpu_graph *g = NULL;
+	char err[256];
+
+	ASSERT_EQ(0, vtpu_hlo_parse(text, strlen(text), &g, err, sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_EQ(0, vtpu_compile(g, &dev_big, NULL, &prog, err, sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_EQ(0, run_program(prog, &dev_big, params, outs));
+	EXPECT_EQ(0.0f, ((float *)outs[0])[0]);
+	/* and 1024 + 1 is exact in f16 */
+	x[1] = 1;
+	free(outs[0]);
+	outs[0] = NULL;
+	ASSERT_EQ(0, run_program(prog, &dev_big, params, outs));
+	EXPECT_EQ(1.0f, ((float *)outs[0])[0]);
+	free(outs[0]);
+	vtpu_program_free(prog);
+	vtpu_graph_free(g);
+}
+
 TEST(planner_peak_within_ten_percent_of_lower_bound)
 {
 	struct vtpu_graph *graphs[] = { mlp(32, 64, 256, 16), mlp(8, 128, 64, 8) };

@@ -8,6 +8,11 @@
  *
  *   0007  DMA_LOAD   f32[64x64 @0x0 s64] <- b0+0x4000 s1024 f32
  *   0009  MATMUL.acc f32[64x64 @0x8000 s64], f32[64x64 @0x0 s64], ...
+ *   000c  SADD s0, -1
+ *   000d  BRNZ s0, 0007
+ *
+ * Scalar registers are s0..s15; branch targets are instruction indices,
+ * in the hex of the index column.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -140,6 +145,28 @@ static const char *meta_name(const char *meta, unsigned int size,
 	return NULL;
 }
 
+/* SLOAD, SSET, SADD, BRZ, BRNZ, JUMP; false for any other opcode. */
+static bool put_scalar(FILE *f, const struct vtpu_insn *in)
+{
+	switch (in->op) {
+	case VTPU_OP_SLOAD:
+		fprintf(f, "s%u, [0x%x]", in->sub, in->imm);
+		return true;
+	case VTPU_OP_SSET:
+	case VTPU_OP_SADD:
+		fprintf(f, "s%u, %d", in->sub, (int32_t)in->imm);
+		return true;
+	case VTPU_OP_BRZ:
+	case VTPU_OP_BRNZ:
+		fprintf(f, "s%u, %04x", in->sub, in->imm);
+		return true;
+	case VTPU_OP_JUMP:
+		fprintf(f, "%04x", in->imm);
+		return true;
+	}
+	return false;
+}
+
 static void put_insn(FILE *f, const struct vtpu_insn *in, const char *meta,
 		     unsigned int meta_size)
 {
@@ -162,6 +189,8 @@ static void put_insn(FILE *f, const struct vtpu_insn *in, const char *meta,
 		fprintf(f, "%u \"%s\"", in->imm, name ? name : "");
 		return;
 	}
+	if (put_scalar(f, in))
+		return;
 	if (r->kind[0] == VTPU_K_DMA) {
 		put_dma(f, in);
 		return;

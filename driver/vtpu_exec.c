@@ -1978,8 +1978,8 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
  * wherever the original was; the bands are disjoint, and every element
  * of d is computed by the same code from the same operands as in the
  * whole instruction: sharded or not, the same bits. DMA_GATHER (whose
- * fault must stop at the first bad row), IOTA, TRACE and END are never
- * cut.
+ * fault must stop at the first bad row), IOTA, TRACE, END and the scalar
+ * unit's instructions are never cut.
  */
 #define VTPU_SHARD_MIN		BIT(20)	/* work worth a hand-over: ~10 us */
 #define VTPU_SHARD_MIN_COLS	64	/* narrowest band of columns */
@@ -2208,6 +2208,49 @@ static bool vtpu_exec_other_lane(struct vtpu_exec *e,
 	return e->lane_step > 1 && e->lane % e->lane_step != e->lane_first;
 }
 
+/*
+ * The scalar unit and branches (ISA version 4): whether @in is one of
+ * them, executed, with e->pc at the next instruction. They are never
+ * sharded nor cut. The validator allows branches only in a program of one
+ * lane, so the executor that meets one runs every instruction.
+ */
+static bool vtpu_exec_scalar(struct vtpu_exec *e, const struct vtpu_insn *in)
+{
+	u32 next = e->pc + 1;
+
+	switch (in->op) {
+	case VTPU_OP_SLOAD:
+		memcpy(&e->sreg[in->sub], e->vmem + in->imm, sizeof(s32));
+		break;
+	case VTPU_OP_SSET:
+		e->sreg[in->sub] = (s32)in->imm;
+		break;
+	case VTPU_OP_SADD:
+		/* two's complement wrap-around, without signed overflow */
+		e->sreg[in->sub] = (s32)((u32)e->sreg[in->sub] + in->imm);
+		break;
+	case VTPU_OP_BRZ:
+	case VTPU_OP_BRNZ:
+	case VTPU_OP_JUMP:
+		/* lanes shared among executors: not a validated program */
+		if (e->lane_step > 1) {
+			e->fault = -EINVAL;
+			return true;
+		}
+		if (in->op == VTPU_OP_JUMP)
+			next = in->imm;
+		else if (in->op == VTPU_OP_BRZ ? !e->sreg[in->sub] :
+			 e->sreg[in->sub])
+			next = in->imm;
+		break;
+	default:
+		return false;
+	}
+	e->pc = next;
+	e->insns++;
+	return true;
+}
+
 /* Runs @in from its start to its end, whatever the budget. */
 static void vtpu_exec_whole(struct vtpu_exec *e, const struct vtpu_insn *in)
 {
@@ -2252,6 +2295,14 @@ int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
 			/* LANE and BARRIER count once, for lane 0 */
 			e->insns += (in->op == VTPU_OP_LANE ||
 				     in->op == VTPU_OP_BARRIER) && !e->lane_first;
+			continue;
+		}
+		if (vtpu_exec_scalar(e, in)) {
+			if (e->fault)
+				return e->fault;
+			/* a loop's every pass counts: the budget slices it */
+			if (e->work >= e->budget)
+				break;
 			continue;
 		}
 		/* Only an instruction not yet started is sharded. */
@@ -2369,6 +2420,7 @@ void vtpu_exec_init(struct vtpu_exec *e, const struct vtpu_prog_info *prog,
 	e->trace_arg = NULL;
 	e->isa = vtpu_exec_isa_best();
 	e->fault = 0;
+	memset(e->sreg, 0, sizeof(e->sreg));
 }
 
 /**

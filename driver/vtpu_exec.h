@@ -135,7 +135,9 @@ struct vtpu_exec_par {
  * @isa: the build that runs it; vtpu_exec_init() sets the best one the
  *	CPU has, and tests may choose any vtpu_exec_isa_supported() one
  * @fault: 0, or why the program stopped: -ERANGE for a DMA_GATHER index
- *	outside its table
+ *	outside its table; -EINVAL for a branch while @lane_step > 1, which
+ *	a validated program never has
+ * @sreg: the scalar registers (ISA version 4), zeroed by vtpu_exec_init()
  * @pack: MATMUL's packed panel of b, kept between resumed pieces
  * @edge: MATMUL's copy of a block narrower than its registers
  * @shards: the parts of the instruction being shared with @par
@@ -159,6 +161,7 @@ struct vtpu_exec {
 	void *trace_arg;
 	enum vtpu_exec_isa isa;
 	int fault;
+	s32 sreg[VTPU_SREGS];
 	u32 pack[VTPU_EXEC_KC * VTPU_EXEC_NR_MAX];
 	u32 edge[VTPU_EXEC_MR_MAX * VTPU_EXEC_NR_MAX];
 	struct vtpu_insn shards[VTPU_EXEC_WAYS_MAX];

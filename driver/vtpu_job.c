@@ -703,9 +703,16 @@ static void vtpu_job_set_out_sync(struct drm_syncobj *out_sync,
 #define VTPU_CHAIN_BUDGET	VTPU_EXEC_BUDGET
 #define VTPU_CHAIN_MAX		32
 
-/* What running a program costs its core, in the executor's work units. */
+/*
+ * What running a program costs its core, in the executor's work units.
+ * A program with branches may loop until the job timeout: it never
+ * chains, or a chain of them would run the scheduler job past its
+ * backstop timeout and abort the jobs behind them.
+ */
 static u64 vtpu_job_cost(const struct vtpu_prog_info *info)
 {
+	if (info->branch_count)
+		return U64_MAX;
 	return info->flops + info->dma_bytes + info->insn_count +
 	       info->vmem_size;
 }

@@ -5,8 +5,13 @@
  * Program validation. A program that passes vtpu_prog_validate() can be
  * executed without any further check: every instruction is known and
  * well-formed, every tile lies inside the program's VMEM, every DMA stays
- * inside its binding with the access the submitter granted, and the code
- * ends in exactly one END. The executor relies on all of it.
+ * inside its binding with the access the submitter granted, every branch
+ * lands on an instruction, and the code ends in exactly one END. The
+ * executor relies on all of it.
+ *
+ * Each rule is a property of one instruction, so it holds whatever order
+ * branches run the instructions in; END, the last instruction, is the only
+ * way out of the code: nothing falls off its end.
  *
  * The rules come from uapi/drm/vtpu_isa.h; the per-opcode ones are driven
  * by its table, vtpu_isa_ops.h. Checks stop at the first broken rule and name
@@ -380,6 +385,21 @@ static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 	return 0;
 }
 
+/* SLOAD, SSET, SADD, BRZ, BRNZ, JUMP: the scalar unit (ISA version 4). */
+static bool vtpu_op_is_scalar(u8 op)
+{
+	switch (op) {
+	case VTPU_OP_SLOAD:
+	case VTPU_OP_SSET:
+	case VTPU_OP_SADD:
+	case VTPU_OP_BRZ:
+	case VTPU_OP_BRNZ:
+	case VTPU_OP_JUMP:
+		return true;
+	}
+	return false;
+}
+
 static int vtpu_check_flags(struct vtpu_prog_check *c,
 			    const struct vtpu_insn *in, u16 allowed)
 {
@@ -396,6 +416,7 @@ static int vtpu_check_flags(struct vtpu_prog_check *c,
 
 	imm = in->op == VTPU_OP_TRACE || in->op == VTPU_OP_FILL ||
 	      in->op == VTPU_OP_IOTA || in->op == VTPU_OP_LANE ||
+	      vtpu_op_is_scalar(in->op) ||
 	      (in->flags & VTPU_F_BCAST_MASK) == VTPU_F_BCAST_IMM;
 	if (!imm && in->imm)
 		return vtpu_reject(c, "unused immediate not zero");
@@ -483,6 +504,43 @@ static int vtpu_check_elementwise(struct vtpu_prog_check *c,
 	return 0;
 }
 
+/*
+ * The scalar unit and branches. They belong to lane 0, like TRACE and
+ * END: lanes may run at once on several cores, and an SLOAD of another
+ * lane's VMEM would race with its writes. A branch needs a program of one
+ * lane, whose one executor runs every instruction: a loop around the lanes
+ * would have every core follow one core's registers.
+ */
+static int vtpu_check_scalar(struct vtpu_prog_check *c,
+			     const struct vtpu_insn *in)
+{
+	if (c->hdr->isa_version < 4)
+		return vtpu_reject(c, "scalar registers and branches need ISA version 4");
+
+	switch (in->op) {
+	case VTPU_OP_SLOAD:
+		if (in->imm % sizeof(s32))
+			return vtpu_reject(c, "sload address misaligned");
+		if ((u64)in->imm + sizeof(s32) > c->hdr->vmem_size)
+			return vtpu_reject(c, "sload address exceeds vmem");
+		if (c->lane_size && (u64)in->imm + sizeof(s32) > c->lane_size)
+			return vtpu_reject(c, "sload outside lane 0's vmem");
+		break;
+	case VTPU_OP_BRZ:
+	case VTPU_OP_BRNZ:
+	case VTPU_OP_JUMP:
+		if (in->imm >= c->info.insn_count)
+			return vtpu_reject(c, "branch target out of range");
+		if (c->info.lanes > 1)
+			return vtpu_reject(c, "branches need a program of one lane");
+		c->info.branch_count++;
+		break;
+	}
+	if (c->lane)
+		return vtpu_reject(c, "scalar instruction outside lane 0");
+	return 0;
+}
+
 /* Operands and the opcode's shape and aliasing rules. */
 static int vtpu_check_operands(struct vtpu_prog_check *c,
 			       const struct vtpu_insn *in,
@@ -509,6 +567,13 @@ static int vtpu_check_operands(struct vtpu_prog_check *c,
 	case VTPU_OP_LANE:
 	case VTPU_OP_BARRIER:
 		return 0;
+	case VTPU_OP_SLOAD:
+	case VTPU_OP_SSET:
+	case VTPU_OP_SADD:
+	case VTPU_OP_BRZ:
+	case VTPU_OP_BRNZ:
+	case VTPU_OP_JUMP:
+		return vtpu_check_scalar(c, in);
 	case VTPU_OP_MATMUL:
 		return vtpu_check_matmul(c, in);
 	case VTPU_OP_REDUCE:

@@ -45,11 +45,16 @@ struct vtpu_binding_desc {
  * @binding_count: buffers the program expects
  * @lanes: lanes its work is split among (1: none; see vtpu_isa.h)
  * @trace_count: TRACE instructions
+ * @branch_count: BRZ, BRNZ and JUMP instructions (ISA version 4)
  * @flops: floating-point operations, counted statically (2*M*N*K per
  *	MATMUL, one per element for VPU instructions)
  * @dma_bytes: bytes DMA moves, counted on the binding side
  *
- * Straight-line code makes the static counts exact.
+ * The static counts are those of one pass through the code: exact for
+ * straight-line code, that is without branches. With branches a run may
+ * execute any instruction any number of times, so nothing may budget a
+ * run by them (vtpu_job_cost()), and a profile's TRACE records stop at
+ * @trace_count.
  */
 struct vtpu_prog_info {
 	const struct vtpu_prog_header *hdr;
@@ -63,6 +68,7 @@ struct vtpu_prog_info {
 	u32 binding_count;
 	u32 lanes;
 	u32 trace_count;
+	u32 branch_count;
 	u64 flops;
 	u64 dma_bytes;
 };

@@ -20,7 +20,10 @@
  * and, from the device's first job on, on its other cores too: helper
  * threads (host_pool.c, as many as the CPUs allow) run their share of a
  * program's lanes, or shards of the big instructions of a program
- * without lanes; either way the bits are one core's.
+ * without lanes; either way the bits are one core's. Like vtpu.ko's
+ * cores, a job that runs past the job timeout (VTPU_HOST_JOB_TIMEOUT_MS)
+ * ends with -ETIMEDOUT: a program that loops forever must not hang the
+ * process that submitted it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,6 +48,10 @@
 #define HOST_STEP	4096
 /* Buffers this large live in transparent huge pages. */
 #define HOST_HUGE	(2ULL << 20)
+/* The job timeout: vtpu.ko's job_timeout_ms, its default and its range. */
+#define HOST_DEF_TIMEOUT_MS	10000
+#define HOST_MIN_TIMEOUT_MS	10
+#define HOST_MAX_TIMEOUT_MS	600000
 
 struct rt_bo {
 	void *mem;
@@ -69,6 +76,7 @@ struct host_dev {
 	uint8_t *vmem;
 	uint64_t vmem_size;
 	int cores;
+	uint64_t timeout_ns;	/* a job running longer ends, -ETIMEDOUT */
 	/* The executor's state (18 KiB, kept off the caller's stack). */
 	struct vtpu_exec exec;
 	enum vtpu_exec_isa isa;
@@ -134,6 +142,27 @@ static int host_isa(struct vtpu_client *c, enum vtpu_exec_isa *out)
 			    env);
 }
 
+/* VTPU_HOST_JOB_TIMEOUT_MS, in vtpu.ko's job_timeout_ms range. */
+static int host_timeout(struct vtpu_client *c, uint64_t *out_ns)
+{
+	const char *env = getenv("VTPU_HOST_JOB_TIMEOUT_MS");
+	unsigned long long ms = HOST_DEF_TIMEOUT_MS;
+	char *end = NULL;
+
+	*out_ns = ms * 1000000ULL;
+	if (env && *env) {
+		ms = strtoull(env, &end, 10);
+		if (*env < '0' || *env > '9' || *end ||
+		    ms < HOST_MIN_TIMEOUT_MS || ms > HOST_MAX_TIMEOUT_MS)
+			return rt_set_error(c, EINVAL,
+					    "VTPU_HOST_JOB_TIMEOUT_MS=%s: not a whole number of milliseconds from %d to %d",
+					    env, HOST_MIN_TIMEOUT_MS,
+					    HOST_MAX_TIMEOUT_MS);
+	}
+	*out_ns = ms * 1000000ULL;
+	return 0;
+}
+
 static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
 {
 	int ndev = o->host_devices > 0 ? o->host_devices : 1;
@@ -142,9 +171,13 @@ static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
 	uint64_t vmem = o->host_vmem_size ? o->host_vmem_size : HOST_DEF_VMEM;
 	long page = sysconf(_SC_PAGESIZE);
 	enum vtpu_exec_isa isa;
+	uint64_t timeout_ns;
 	int i, ret;
 
 	ret = host_isa(c, &isa);
+	if (ret)
+		return ret;
+	ret = host_timeout(c, &timeout_ns);
 	if (ret)
 		return ret;
 	if (ndev > RT_MAX_DEVICES)
@@ -180,6 +213,7 @@ static int host_open(struct vtpu_client *c, const struct vtpu_client_options *o)
 		h->cores = cores;
 		h->page = (uint64_t)page;
 		h->isa = isa;
+		h->timeout_ns = timeout_ns;
 
 		d = rt_device_alloc(c, name);
 		if (!d) {
@@ -458,6 +492,23 @@ static void host_pool_start(struct host_dev *h)
 }
 
 /*
+ * Runs @e to its end, or until the clock passes @deadline: checked
+ * between slices of the executor, as vtpu.ko's core checks its watchdog
+ * between FPU sections, so a program that loops forever (its branches
+ * never reach END) ends with -ETIMEDOUT.
+ */
+static int host_exec(struct vtpu_exec *e, uint64_t deadline)
+{
+	int done;
+
+	while (!(done = vtpu_exec_step(e, HOST_STEP))) {
+		if (rt_now_ns() > deadline)
+			return -ETIMEDOUT;
+	}
+	return done;
+}
+
+/*
  * Checks and runs one job the way SUBMIT with a program object and a
  * core would. Returns the job's status. Like the driver, it fills the
  * profile only for a job that passed the checks: a rejected SUBMIT
@@ -537,11 +588,11 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	}
 	e->trace = host_trace;
 	e->trace_arg = &tr;
-	if (h->pool) {
+	if (h->pool && prog->info.lanes > 1) {
+		/* no branches with lanes: straight-line code, it ends */
 		done = host_pool_run_lanes(h->pool, e, &insns);
 	} else {
-		while (!(done = vtpu_exec_step(e, HOST_STEP)))
-			;
+		done = host_exec(e, start + h->timeout_ns);
 		insns = e->insns;
 	}
 	end = rt_now_ns();
@@ -555,7 +606,10 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		prof->core = 0;		/* one VMEM: everything runs as core 0 */
 		prof->status = done < 0 ? done : 0;
 	}
-	/* a fault (-ERANGE: a gather index) ends the job, as on vtpu.ko */
+	/*
+	 * a fault (-ERANGE: a gather index) or the timeout ends the job, as
+	 * on vtpu.ko
+	 */
 	return done < 0 ? done : 0;
 }
 

@@ -664,6 +664,10 @@ static int run_result(struct vtpu_event *ev)
 		rt_set_error(ev->client, ERANGE,
 			     "execution failed on %s: an index is out of range (a Gather's or dynamic slice's index outside its table, or an HLO while loop still running after $VTPU_HLO_WHILE_LIMIT iterations)",
 			     ev->device->name);
+	else if (st == -ETIMEDOUT)
+		rt_set_error(ev->client, ETIMEDOUT,
+			     "execution failed on %s after %d retries: the job ran past the job timeout (vtpu.ko's job_timeout_ms, or $VTPU_HOST_JOB_TIMEOUT_MS on the host backend; default 10 s): too much work for one job, or a loop on the device that does not end",
+			     ev->device->name, ev->retries);
 	else if (st)
 		rt_set_error(ev->client, -st,
 			     "execution failed on %s after %d retries: %s",

@@ -19,6 +19,9 @@
  * io_uring (the ioctls when io_uring is unavailable); "host" runs the
  * same executor in-process. "auto" (the default, or the VTPU_BACKEND
  * environment variable) picks accel when a vtpu device exists, else host.
+ * A job running longer than the job timeout ends with -ETIMEDOUT: the
+ * job_timeout_ms parameter of vtpu.ko, or VTPU_HOST_JOB_TIMEOUT_MS on the
+ * host backend (milliseconds, default 10000 as vtpu.ko's).
  *
  * Ownership: the client owns its devices; buffers, executables, events
  * and profile sessions belong to their creator, who destroys them,

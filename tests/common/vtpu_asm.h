@@ -358,6 +358,64 @@ static inline int vtpu_asm_transpose(struct vtpu_asm *as, struct vtpu_tile d,
 	return vtpu_asm_op(as, VTPU_OP_TRANSPOSE, 0, 0, 0, d, a, vtpu_no_tile);
 }
 
+/*
+ * The scalar unit and branches (ISA version 4): s[@reg] is one of the
+ * VTPU_SREGS registers, @target an instruction index. A forward branch
+ * is emitted with any target and set once known:
+ *
+ *	int br = vtpu_asm_brz(&as, 0, 0);
+ *	...
+ *	vtpu_asm_insn(&as, br)->imm = vtpu_asm_here(&as);
+ */
+static inline int vtpu_asm_scalar(struct vtpu_asm *as, uint8_t op,
+				  uint8_t reg, uint32_t imm)
+{
+	return vtpu_asm_op(as, op, reg, 0, imm, vtpu_no_tile, vtpu_no_tile,
+			   vtpu_no_tile);
+}
+
+/* The index the next instruction gets: a label. */
+static inline uint32_t vtpu_asm_here(const struct vtpu_asm *as)
+{
+	return as->ninsns;
+}
+
+/* s[reg] = the s32 at VMEM byte @addr */
+static inline int vtpu_asm_sload(struct vtpu_asm *as, uint8_t reg,
+				 uint32_t addr)
+{
+	return vtpu_asm_scalar(as, VTPU_OP_SLOAD, reg, addr);
+}
+
+static inline int vtpu_asm_sset(struct vtpu_asm *as, uint8_t reg,
+				int32_t value)
+{
+	return vtpu_asm_scalar(as, VTPU_OP_SSET, reg, (uint32_t)value);
+}
+
+static inline int vtpu_asm_sadd(struct vtpu_asm *as, uint8_t reg,
+				int32_t delta)
+{
+	return vtpu_asm_scalar(as, VTPU_OP_SADD, reg, (uint32_t)delta);
+}
+
+static inline int vtpu_asm_brz(struct vtpu_asm *as, uint8_t reg,
+			       uint32_t target)
+{
+	return vtpu_asm_scalar(as, VTPU_OP_BRZ, reg, target);
+}
+
+static inline int vtpu_asm_brnz(struct vtpu_asm *as, uint8_t reg,
+				uint32_t target)
+{
+	return vtpu_asm_scalar(as, VTPU_OP_BRNZ, reg, target);
+}
+
+static inline int vtpu_asm_jump(struct vtpu_asm *as, uint32_t target)
+{
+	return vtpu_asm_scalar(as, VTPU_OP_JUMP, 0, target);
+}
+
 /* Bitwise CRC-32 (zlib's), kept apart from the validator's on purpose. */
 static inline uint32_t vtpu_asm_crc32(uint32_t crc, const void *buf, size_t len)
 {
@@ -442,6 +500,23 @@ static inline void *vtpu_prog_spin(unsigned int n, unsigned int count,
 	for (i = 0; i < count; i++)
 		vtpu_asm_matmul(&as, c, a, b, i ? VTPU_F_ACC : 0);
 	vtpu_asm_dma_store(&as, c, 0, 0, n * 4, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, size);
+	vtpu_asm_free(&as);
+	return p;
+}
+
+/*
+ * A program that never ends: JUMP to itself, then END (which it never
+ * reaches), for tests of the job timeout. No bindings.
+ */
+static inline void *vtpu_prog_forever(size_t *size)
+{
+	struct vtpu_asm as;
+	void *p;
+
+	vtpu_asm_init(&as, 64, 0);
+	vtpu_asm_jump(&as, vtpu_asm_here(&as));
 	vtpu_asm_end(&as);
 	p = vtpu_asm_finish(&as, size);
 	vtpu_asm_free(&as);

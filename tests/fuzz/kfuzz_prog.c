@@ -4,8 +4,9 @@
 /*
  * Random programs for vtpu-kfuzz: valid ones built with the test
  * assembler (every opcode, function, broadcast mode, dtype and DMA
- * direction, against the bindings the request really has), long-running
- * ones for queues and timeouts, and mutations of them that the host's
+ * direction, against the bindings the request really has, counted and
+ * data-dependent loops), long-running ones for queues and timeouts (an
+ * endless loop among them), and mutations of them that the host's
  * copy of the kernel validator judges, so the fuzzer knows what SUBMIT
  * must answer.
  *
@@ -29,6 +30,7 @@ struct gen {
 	const struct vtpu_binding_desc *bind;
 	unsigned int nbind;
 	uint32_t nstrings;
+	unsigned int depth;	/* loops around the instruction being made */
 };
 
 static uint32_t esize(uint8_t dt)
@@ -357,9 +359,61 @@ static void gen_trace(struct gen *g)
 					    (uint32_t)kf_rand(g->r));
 }
 
+static void gen_insn(struct gen *g);
+
+/* Loops count in the last registers, which nothing else touches. */
+#define LOOP_SREGS	4
+
+/*
+ * The scalar unit: SSET, SADD, or an SLOAD of whatever VMEM holds, and a
+ * BRZ or BRNZ on it that skips a random instruction or not.
+ */
+static void gen_scalar(struct gen *g)
+{
+	uint8_t reg = kf_below(g->r, VTPU_SREGS - LOOP_SREGS);
+	uint32_t vmem = g->nslots * g->slot;
+	int br;
+
+	switch (kf_below(g->r, 3)) {
+	case 0:
+		vtpu_asm_sset(&g->as, reg, (int32_t)kf_rand(g->r));
+		break;
+	case 1:
+		vtpu_asm_sadd(&g->as, reg, (int32_t)kf_rand(g->r));
+		break;
+	default:
+		if (vmem >= 4)
+			vtpu_asm_sload(&g->as, reg,
+				       kf_below(g->r, vmem / 4) * 4);
+		break;
+	}
+	br = kf_chance(g->r, 50) ? vtpu_asm_brz(&g->as, reg, 0) :
+				   vtpu_asm_brnz(&g->as, reg, 0);
+	gen_insn(g);
+	if (br >= 0)
+		vtpu_asm_insn(&g->as, br)->imm = vtpu_asm_here(&g->as);
+}
+
+/* A counted loop of 1..8 passes around a few instructions. */
+static void gen_loop(struct gen *g)
+{
+	uint8_t reg = VTPU_SREGS - LOOP_SREGS + kf_below(g->r, LOOP_SREGS);
+	unsigned int n = 1 + kf_below(g->r, 3);
+	uint32_t top;
+
+	g->depth++;
+	vtpu_asm_sset(&g->as, reg, 1 + kf_below(g->r, 8));
+	top = vtpu_asm_here(&g->as);
+	while (n--)
+		gen_insn(g);
+	vtpu_asm_sadd(&g->as, reg, -1);
+	vtpu_asm_brnz(&g->as, reg, top);
+	g->depth--;
+}
+
 static void gen_insn(struct gen *g)
 {
-	switch (kf_below(g->r, 16)) {
+	switch (kf_below(g->r, 18)) {
 	case 0: case 1: gen_dma(g, true); break;
 	case 2: case 3: gen_dma(g, false); break;
 	case 4: gen_matmul(g); break;
@@ -371,6 +425,14 @@ static void gen_insn(struct gen *g)
 	case 10: case 11: gen_fill_iota(g); break;
 	case 12: gen_convert_transpose(g); break;
 	case 13: gen_gather(g); break;
+	case 14: gen_scalar(g); break;
+	case 15:
+		/* a loop's register is its own: no loop inside another */
+		if (!g->depth) {
+			gen_loop(g);
+			break;
+		}
+		fallthrough;
 	default: gen_trace(g); break;
 	}
 }
@@ -491,6 +553,9 @@ int kf_prog_gen(struct kf_rng *r, uint64_t vmem,
 		gen_attack(&g, attack_bind, attack_off);
 	if (kf_chance(r, 2)) {
 		gen_spin(&g);
+	} else if (kf_chance(r, 1)) {
+		/* a loop that never ends: the job timeout stops it */
+		vtpu_asm_jump(&g.as, vtpu_asm_here(&g.as));
 	} else {
 		ninsns = kf_chance(r, 10) ? kf_below(r, 200) : kf_below(r, 24);
 		for (i = 0; i < ninsns; i++)
@@ -548,10 +613,10 @@ static void mutate_insn(struct kf_rng *r, struct vtpu_insn *in)
 /* One header field to an edge value. */
 static void mutate_header(struct kf_rng *r, struct vtpu_prog_header *h)
 {
-	switch (kf_below(r, 12)) {
+	switch (kf_below(r, 13)) {
 	case 0: h->magic ^= 1u << kf_below(r, 32); break;
 	case 1: h->format_version = kf_below(r, 3); break;
-	case 2: h->isa_version = kf_below(r, 3); break;
+	case 2: h->isa_version = kf_below(r, VTPU_ISA_VERSION + 2); break;
 	case 3: h->header_size = edge_u32(r); break;
 	case 4: h->insn_count = edge_u32(r); break;
 	case 5: h->code_size = edge_u32(r); break;
@@ -560,6 +625,7 @@ static void mutate_header(struct kf_rng *r, struct vtpu_prog_header *h)
 	case 8: h->vmem_size = edge_u32(r); break;
 	case 9: h->binding_count = edge_u32(r); break;
 	case 10: h->flags = 1u << kf_below(r, 32); break;
+	case 11: h->lanes = kf_below(r, 4); break;
 	default: h->reserved[kf_below(r, 5)] = 1; break;
 	}
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Description: jobs on the emulated cores — SUBMIT, JOB_WAIT, syncobjs,
- * profiles, timeouts, concurrency, and what happens to a job's resources
- * when its file or process goes away. Results must equal, bit for bit,
+ * profiles, timeouts, concurrency, loops on the device (ISA version 4),
+ * and what happens to a job's resources when its file or process goes
+ * away. Results must equal, bit for bit,
  * the userspace executor's on the same program and inputs.
  */
 #include <pthread.h>
@@ -587,6 +588,243 @@ TEST_F(job, runaway_job_times_out_while_other_files_jobs_complete)
 	}
 	vtpu_buf_free(self->fd, &prog);
 	vtpu_buf_free(self->fd, &out);
+	vtpu_buf_free(self->fd, &prof);
+}
+
+/*
+ * Loops on the device (ISA version 4): a counted loop adds 1.5 to a tile
+ * 37 times; a while loop triples x from the input until it reaches 100,
+ * its condition read from VMEM by SLOAD. The results prove the trip
+ * counts, and equal the userspace executor's.
+ */
+static void *loop_program(size_t *size)
+{
+	struct vtpu_tile acc = vtpu_tile_f32(0, 4, 8, 8);
+	struct vtpu_tile x = vtpu_tile_f32(128, 1, 1, 1);
+	struct vtpu_tile c = vtpu_tile_f32(192, 1, 1, 1);
+	struct vtpu_tile n = vtpu_tile_s32(256, 1, 1, 1);
+	struct vtpu_asm as;
+	__u32 top;
+	void *p;
+
+	vtpu_asm_init(&as, 512, 2);
+	vtpu_asm_fill_f32(&as, acc, 0.0f);
+	vtpu_asm_sset(&as, 0, 37);
+	top = vtpu_asm_here(&as);
+	vtpu_asm_binary_imm(&as, VTPU_BINARY_ADD, acc, acc, 1.5f);
+	vtpu_asm_sadd(&as, 0, -1);
+	vtpu_asm_brnz(&as, 0, top);
+	vtpu_asm_dma_load(&as, x, 0, 0, 4, VTPU_DT_F32);
+	top = vtpu_asm_here(&as);
+	vtpu_asm_binary_imm(&as, VTPU_BINARY_MUL, x, x, 3.0f);
+	vtpu_asm_cmp_imm(&as, VTPU_CMP_LT, c, x, 100.0f);
+	vtpu_asm_convert(&as, n, c);
+	vtpu_asm_sload(&as, 5, n.addr);
+	vtpu_asm_brnz(&as, 5, top);
+	vtpu_asm_dma_store(&as, acc, 1, 0, 32, VTPU_DT_F32);
+	vtpu_asm_dma_store(&as, x, 1, 128, 4, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, size);
+	vtpu_asm_free(&as);
+	return p;
+}
+
+TEST_F(job, loop_program_runs_its_passes)
+{
+	static const __u32 access[2] = { VTPU_ACCESS_READ, VTPU_ACCESS_WRITE };
+	struct vtpu_buf prog, in, out, prof;
+	struct vtpu_exec_binding ref[2];
+	struct drm_vtpu_binding b[2];
+	float x0 = 1.0f, *o, r[33];
+	size_t size;
+	int status = -1, i;
+	__u64 id;
+	void *p;
+
+	p = loop_program(&size);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_AUTO, &in));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_AUTO,
+				  &out));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &prof));
+	memcpy(in.map, &x0, 4);
+	b[0] = (struct drm_vtpu_binding){ in.handle, DRM_VTPU_BIND_READ, 0, 4 };
+	b[1] = (struct drm_vtpu_binding){ out.handle, DRM_VTPU_BIND_WRITE, 0,
+					  132 };
+
+	struct vtpu_submit_args a = {
+		.prog = &prog, .prog_size = size, .bind = b, .nbind = 2,
+		.profile = prof.handle,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 60, &status));
+	EXPECT_EQ(0, status);
+	o = out.map;
+	for (i = 0; i < 32; i++)
+		EXPECT_EQ(37 * 1.5f, o[i]);
+	EXPECT_EQ(243.0f, o[32]);
+	/* FILL SSET 37x(BINARY SADD BRNZ) LOAD 5x(MUL CMP CONVERT SLOAD BRNZ) 2xSTORE END */
+	EXPECT_EQ(2 + 37 * 3 + 1 + 5 * 5 + 3,
+		  ((struct drm_vtpu_profile *)prof.map)->insns);
+
+	/* bit for bit the userspace executor's */
+	memset(r, 0, sizeof(r));
+	ref[0] = (struct vtpu_exec_binding){ &x0, 4 };
+	ref[1] = (struct vtpu_exec_binding){ r, 132 };
+	ASSERT_EQ(0, vtpu_ref_run(p, size, ref, access, 2, self->q.vmem_size));
+	EXPECT_EQ(0, memcmp(r, o, sizeof(r)));
+	free(p);
+	vtpu_buf_free(self->fd, &prof);
+	vtpu_buf_free(self->fd, &out);
+	vtpu_buf_free(self->fd, &in);
+	vtpu_buf_free(self->fd, &prog);
+}
+
+/* A one-instruction program and END, edited by @edit, then submitted. */
+static int submit_scalar(int fd, __u8 op, __u8 sub, __u32 imm, int edit)
+{
+	struct vtpu_prog_header *h;
+	struct vtpu_insn in = { .op = op, .sub = sub, .imm = imm };
+	struct vtpu_buf prog;
+	struct vtpu_asm as;
+	int ret, status = -1;
+	size_t size;
+	__u64 id;
+	void *p;
+
+	vtpu_asm_init(&as, 256, 0);
+	vtpu_asm_emit(&as, &in);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &size);
+	vtpu_asm_free(&as);
+	if (!p)
+		return -ENOMEM;
+	h = p;
+	if (edit == 1)
+		h->isa_version = 3;
+	else if (edit == 2)
+		h->lanes = 2;
+	else if (edit == 3)
+		((struct vtpu_insn *)(h + 1))->t.b.rows = 1;
+	vtpu_asm_checksum(p, size);
+	ret = vtpu_buf_prog(fd, p, size, &prog);
+	free(p);
+	if (ret)
+		return ret;
+
+	struct vtpu_submit_args a = { .prog = &prog, .prog_size = size };
+
+	ret = vtpu_submit(fd, &a, &id);
+	if (!ret) {
+		ret = vtpu_job_wait(fd, id, 60, &status);
+		ret = ret ? ret : status;
+	}
+	vtpu_buf_free(fd, &prog);
+	return ret;
+}
+
+/* Every broken rule of the scalar unit and branches: -EINVAL at SUBMIT. */
+TEST_F(job, malformed_scalar_and_branch_programs_are_rejected)
+{
+	static const __u8 ops[] = {
+		VTPU_OP_SLOAD, VTPU_OP_SSET, VTPU_OP_SADD,
+		VTPU_OP_BRZ, VTPU_OP_BRNZ, VTPU_OP_JUMP,
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		/* SLOAD of VMEM byte 4, a branch to END: each runs and ends */
+		__u32 imm = ops[i] >= VTPU_OP_BRZ ? 1 : 4;
+
+		EXPECT_EQ(0, submit_scalar(self->fd, ops[i], 0, imm, 0));
+		EXPECT_EQ(-EINVAL, submit_scalar(self->fd, ops[i], 0, imm, 1))
+			TH_LOG("op %u in an ISA version 3 program", ops[i]);
+		EXPECT_EQ(-EINVAL, submit_scalar(self->fd, ops[i], 0, imm, 3))
+			TH_LOG("op %u with an operand", ops[i]);
+		EXPECT_EQ(-EINVAL, submit_scalar(self->fd, ops[i], VTPU_SREGS,
+						 imm, 0));
+	}
+	for (i = 3; i < ARRAY_SIZE(ops); i++) {
+		EXPECT_EQ(0, submit_scalar(self->fd, ops[i], 0, 1, 0));
+		EXPECT_EQ(-EINVAL, submit_scalar(self->fd, ops[i], 0, 2, 0))
+			TH_LOG("op %u: target == insn_count", ops[i]);
+		EXPECT_EQ(-EINVAL, submit_scalar(self->fd, ops[i], 0, ~0u, 0));
+		EXPECT_EQ(-EINVAL, submit_scalar(self->fd, ops[i], 0, 1, 2))
+			TH_LOG("op %u in a program of two lanes", ops[i]);
+	}
+	EXPECT_EQ(-EINVAL, submit_scalar(self->fd, VTPU_OP_JUMP, 1, 1, 0));
+	EXPECT_EQ(0, submit_scalar(self->fd, VTPU_OP_SLOAD, 15, 252, 0));
+	EXPECT_EQ(-EINVAL, submit_scalar(self->fd, VTPU_OP_SLOAD, 0, 2, 0));
+	EXPECT_EQ(-EINVAL, submit_scalar(self->fd, VTPU_OP_SLOAD, 0, 256, 0));
+	EXPECT_EQ(-EINVAL, submit_scalar(self->fd, VTPU_OP_SLOAD, 0,
+					 0xfffffffcu, 0));
+	EXPECT_EQ(0, vtpu_jobs_alive(self->minor));
+}
+
+/*
+ * A loop that never ends (JUMP to itself) is stopped by the core's
+ * watchdog at the job timeout, -ETIMEDOUT, every pass counted; the core
+ * goes on with the next job.
+ */
+TEST_F(job, endless_loop_times_out_and_the_core_goes_on)
+{
+	unsigned long timeout_ms = vtpu_env_ulong("VTPU_JOB_TIMEOUT_MS", 2000);
+	struct vtpu_buf prog, prof;
+	struct drm_vtpu_profile *rp;
+	long timeouts_before;
+	int status = 0, i;
+	size_t size;
+	__u64 id;
+	void *p;
+
+	timeouts_before = vtpu_core_timeouts(self->minor);
+	ASSERT_LE(0, timeouts_before);
+	p = vtpu_prog_forever(&size);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &prof));
+
+	struct vtpu_submit_args a = {
+		.prog = &prog, .prog_size = size, .profile = prof.handle,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &a, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 120, &status));
+	EXPECT_EQ(-ETIMEDOUT, status);
+	rp = prof.map;
+	EXPECT_EQ(-ETIMEDOUT, rp->status);
+	/* a pass is one instruction, and a second holds millions */
+	EXPECT_LT(1000000, rp->insns);
+	TH_LOG("endless loop: %llu instructions in %llu ms (timeout %lu ms)",
+	       (unsigned long long)rp->insns,
+	       (unsigned long long)(rp->end - rp->start) / 1000000,
+	       timeout_ms);
+	EXPECT_LE(timeout_ms * 1000000ULL, rp->end - rp->start);
+	EXPECT_GT(timeout_ms * 1500000ULL, rp->end - rp->start);
+	EXPECT_EQ(timeouts_before + 1, vtpu_core_timeouts(self->minor));
+
+	/* The core went on: the file's next jobs run normally. */
+	for (i = 0; i < 2; i++) {
+		static float ref[N * (N + 1)];
+		struct compute c;
+		int st = -1;
+		__u64 nid;
+
+		ASSERT_EQ(0, compute_setup(self->fd, &c, 77 + i,
+					   DRM_VTPU_PLACEMENT_AUTO));
+		ASSERT_EQ(0, compute_reference(&c, self->q.vmem_size, ref));
+		ASSERT_EQ(0, compute_submit(self->fd, &c, 0, &nid));
+		ASSERT_EQ(0, vtpu_job_wait(self->fd, nid, 60, &st));
+		EXPECT_EQ(0, st);
+		EXPECT_EQ(0, memcmp(ref, c.out.map, sizeof(ref)));
+		compute_teardown(self->fd, &c);
+	}
+	vtpu_buf_free(self->fd, &prog);
 	vtpu_buf_free(self->fd, &prof);
 }
 

@@ -2510,4 +2510,228 @@ TEST(sharded_instructions_give_the_same_bits)
 	rig_fini(&r);
 }
 
+/* ---- the scalar unit and branches (ISA version 4) ---- */
+
+/* The f32 elements of binding @b, as a DMA_STORE of @t left them. */
+static float bound_f32(struct rig *r, uint32_t b, uint32_t i)
+{
+	float f;
+
+	memcpy(&f, (uint8_t *)r->bind[b].data + 4 * i, sizeof(f));
+	return f;
+}
+
+/*
+ * A counted loop: SSET, a body, SADD -1, BRNZ back. The sum in VMEM
+ * proves the trip count, the instruction count that every pass counts.
+ */
+TEST(branch_counted_loop)
+{
+	struct vtpu_tile acc;
+	uint32_t b, i, top;
+	struct rig r;
+
+	rig_init(&r, 201);
+	acc = rig_tile(&r, VTPU_DT_F32, 4, 8);
+	b = rig_binding(&r, 4 * 8 * 4, VTPU_ACCESS_WRITE);
+	vtpu_asm_fill_f32(&r.as, acc, 0.0f);
+	vtpu_asm_sset(&r.as, 0, 37);
+	top = vtpu_asm_here(&r.as);
+	vtpu_asm_binary_imm(&r.as, VTPU_BINARY_ADD, acc, acc, 1.5f);
+	vtpu_asm_sadd(&r.as, 0, -1);
+	vtpu_asm_brnz(&r.as, 0, top);
+	vtpu_asm_dma_store(&r.as, acc, b, 0, 8 * 4, VTPU_DT_F32);
+	ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+	for (i = 0; i < 32; i++)
+		EXPECT_EQ(37 * 1.5f, bound_f32(&r, b, i));
+	/* FILL, SSET, 37 x (BINARY, SADD, BRNZ), DMA_STORE, END */
+	EXPECT_EQ(2 + 37 * 3 + 2, r.insns);
+	EXPECT_EQ(0, stray_writes(&r, &acc, 1));
+	rig_fini(&r);
+}
+
+/*
+ * A while loop on data: x *= 3 while x < 100, the condition computed in
+ * VMEM (CMP, CONVERT to s32) and read by SLOAD. x comes from a binding,
+ * so the trip count is the data's: 1 -> 243 in 5 passes; 200 -> 600 in
+ * one (the body runs before the test); a BRZ skips a body that must not
+ * run.
+ */
+TEST(branch_data_dependent_loop)
+{
+	static const float x0[] = { 1.0f, 200.0f, 99.0f };
+	static const float want[] = { 243.0f, 600.0f, 297.0f };
+	struct vtpu_tile x, c, n;
+	uint32_t in, out, k;
+	uint32_t top;
+	int skip;
+
+	for (k = 0; k < ARRAY_SIZE(x0); k++) {
+		struct rig r;
+
+		rig_init(&r, 202 + k);
+		x = rig_tile(&r, VTPU_DT_F32, 1, 1);
+		c = rig_tile(&r, VTPU_DT_F32, 1, 1);
+		n = rig_tile(&r, VTPU_DT_S32, 1, 1);
+		in = rig_binding(&r, 4, VTPU_ACCESS_READ);
+		out = rig_binding(&r, 4, VTPU_ACCESS_WRITE);
+		memcpy(r.bind[in].data, &x0[k], 4);
+		vtpu_asm_dma_load(&r.as, x, in, 0, 4, VTPU_DT_F32);
+		top = vtpu_asm_here(&r.as);
+		vtpu_asm_binary_imm(&r.as, VTPU_BINARY_MUL, x, x, 3.0f);
+		vtpu_asm_cmp_imm(&r.as, VTPU_CMP_LT, c, x, 100.0f);
+		vtpu_asm_convert(&r.as, n, c);
+		vtpu_asm_sload(&r.as, 9, n.addr);
+		vtpu_asm_brnz(&r.as, 9, top);
+		/* s9 is 0 here: BRZ jumps over a body that would spoil x */
+		skip = vtpu_asm_brz(&r.as, 9, 0);
+		vtpu_asm_fill_f32(&r.as, x, -1.0f);
+		vtpu_asm_insn(&r.as, skip)->imm = vtpu_asm_here(&r.as);
+		vtpu_asm_dma_store(&r.as, x, out, 0, 4, VTPU_DT_F32);
+		ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+		EXPECT_EQ(want[k], bound_f32(&r, out, 0));
+		rig_fini(&r);
+	}
+}
+
+/* Loops in loops: 4 outer passes of 5 inner ones, each its register. */
+TEST(branch_nested_loops)
+{
+	struct vtpu_tile inner, outer;
+	uint32_t b, top, itop;
+	struct rig r;
+
+	rig_init(&r, 210);
+	inner = rig_tile(&r, VTPU_DT_F32, 1, 8);
+	outer = rig_tile(&r, VTPU_DT_F32, 1, 8);
+	b = rig_binding(&r, 2 * 8 * 4, VTPU_ACCESS_WRITE);
+	vtpu_asm_fill_f32(&r.as, inner, 0.0f);
+	vtpu_asm_fill_f32(&r.as, outer, 0.0f);
+	vtpu_asm_sset(&r.as, 0, 4);
+	top = vtpu_asm_here(&r.as);
+	vtpu_asm_sset(&r.as, 1, 5);
+	itop = vtpu_asm_here(&r.as);
+	vtpu_asm_binary_imm(&r.as, VTPU_BINARY_ADD, inner, inner, 1.0f);
+	vtpu_asm_sadd(&r.as, 1, -1);
+	vtpu_asm_brnz(&r.as, 1, itop);
+	vtpu_asm_binary_imm(&r.as, VTPU_BINARY_ADD, outer, outer, 1.0f);
+	vtpu_asm_sadd(&r.as, 0, -1);
+	vtpu_asm_brnz(&r.as, 0, top);
+	vtpu_asm_dma_store(&r.as, inner, b, 0, 32, VTPU_DT_F32);
+	vtpu_asm_dma_store(&r.as, outer, b, 32, 32, VTPU_DT_F32);
+	ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+	EXPECT_EQ(20.0f, bound_f32(&r, b, 0));
+	EXPECT_EQ(20.0f, bound_f32(&r, b, 7));
+	EXPECT_EQ(4.0f, bound_f32(&r, b, 8));
+	EXPECT_EQ(4.0f, bound_f32(&r, b, 15));
+	rig_fini(&r);
+}
+
+/*
+ * A loop around instructions big enough to be sharded and to stop and
+ * resume mid-way (rig_run: every build, whole and cut 3 ways, a small
+ * budget): all give the same bits, and the loop runs its passes.
+ */
+TEST(branch_loop_builds_agree)
+{
+	struct vtpu_tile a, w, y;
+	uint32_t b, top;
+	struct rig r;
+
+	rig_init(&r, 211);
+	a = rig_tile(&r, VTPU_DT_F32, 48, 40);
+	w = rig_tile(&r, VTPU_DT_F32, 40, 40);
+	y = rig_tile(&r, VTPU_DT_F32, 48, 40);
+	fill_tile(&r, &a, -1.0, 1.0);
+	fill_tile(&r, &w, -0.2, 0.2);
+	b = rig_binding(&r, 48 * 40 * 4, VTPU_ACCESS_WRITE);
+	vtpu_asm_sset(&r.as, 2, 6);
+	top = vtpu_asm_here(&r.as);
+	vtpu_asm_matmul(&r.as, y, a, w, 0);
+	vtpu_asm_unary(&r.as, VTPU_UNARY_TANH, a, y);
+	vtpu_asm_sadd(&r.as, 2, -1);
+	vtpu_asm_brnz(&r.as, 2, top);
+	vtpu_asm_dma_store(&r.as, a, b, 0, 40 * 4, VTPU_DT_F32);
+	ASSERT_EQ(0, rig_run(&r)) TH_LOG("%s", r.why);
+	EXPECT_GT(r.cut, 0);
+	EXPECT_EQ(1 + 6 * 4 + 2, r.insns);
+	rig_fini(&r);
+}
+
+/* Registers start at zero, SSET takes any s32, SADD wraps around. */
+TEST(scalar_registers_start_at_zero_and_wrap)
+{
+	struct vtpu_prog_info info;
+	struct vtpu_tile t;
+	struct vtpu_exec e;
+	int32_t v = -123456;
+	size_t size = 0;
+	struct rig r;
+	void *prog;
+	int i;
+
+	rig_init(&r, 212);
+	t = rig_tile(&r, VTPU_DT_S32, 1, 1);
+	memcpy(r.vmem + t.addr, &v, 4);
+	for (i = 0; i < VTPU_SREGS; i++)	/* all still zero: none taken */
+		vtpu_asm_brnz(&r.as, i, 0);
+	vtpu_asm_sset(&r.as, 3, INT32_MAX);
+	vtpu_asm_sadd(&r.as, 3, 1);
+	vtpu_asm_sset(&r.as, 4, -1);
+	vtpu_asm_sadd(&r.as, 4, INT32_MIN);
+	vtpu_asm_sload(&r.as, 15, t.addr);
+	vtpu_asm_sadd(&r.as, 15, 6);
+	vtpu_asm_end(&r.as);
+	prog = vtpu_asm_finish(&r.as, &size);
+	ASSERT_NE(NULL, prog);
+	ASSERT_EQ(0, vtpu_prog_validate(prog, size, NULL, 0, VMEM_SIZE, &info,
+					NULL));
+	memset(&e, 0x5a, sizeof(e));
+	vtpu_exec_init(&e, &info, NULL, r.vmem);
+	for (i = 0; i < VTPU_SREGS; i++)
+		EXPECT_EQ(0, e.sreg[i]);
+	EXPECT_EQ(1, vtpu_exec_step(&e, 1000));
+	EXPECT_EQ(INT32_MIN, e.sreg[3]);
+	EXPECT_EQ(INT32_MAX, e.sreg[4]);
+	EXPECT_EQ(-123450, e.sreg[15]);
+	EXPECT_EQ(0, e.sreg[0]);
+	EXPECT_EQ(info.insn_count, e.insns);
+	free(prog);
+	rig_fini(&r);
+}
+
+/*
+ * A loop that never ends is cut like any long work: each call stops at
+ * its instruction count or its budget, every pass counted, so the kernel
+ * core's watchdog and the host backend's clock get their turn.
+ */
+TEST(branch_endless_loop_is_sliced)
+{
+	struct vtpu_prog_info info;
+	struct vtpu_exec e;
+	size_t size = 0;
+	void *prog = vtpu_prog_forever(&size);
+	uint8_t vmem[64];
+	int i;
+
+	ASSERT_NE(NULL, prog);
+	ASSERT_EQ(0, vtpu_prog_validate(prog, size, NULL, 0, sizeof(vmem),
+					&info, NULL));
+	EXPECT_EQ(1u, info.branch_count);
+	vtpu_exec_init(&e, &info, NULL, vmem);
+	EXPECT_EQ(0, vtpu_exec_step(&e, 10));
+	EXPECT_EQ(10, e.insns);
+	EXPECT_EQ(0u, e.pc);
+	for (i = 0; i < 3; i++) {
+		uint64_t before = e.insns;
+
+		EXPECT_EQ(0, vtpu_exec_step(&e, UINT32_MAX));
+		EXPECT_GE(e.work, e.budget);
+		EXPECT_LT(e.work, e.budget + VTPU_EXEC_PIECE_MAX);
+		EXPECT_GT(e.insns, before);
+		EXPECT_LT(e.insns - before, (uint64_t)UINT32_MAX);
+	}
+	free(prog);
+}
+
 TEST_HARNESS_MAIN

@@ -9,7 +9,10 @@
  *            offending instruction and the reason
  * fuzz_*     mutants of valid programs; those accepted are executed on
  *            exactly sized buffers, so ASan/UBSan catch any access the
- *            validator should have refused
+ *            validator should have refused (a mutant whose branches loop
+ *            runs a bounded number of steps)
+ * lanes_*    lanes (ISA version 3); scalar_*, sload_*, branch_*: the scalar
+ *            unit and branches (ISA version 4)
  */
 #include <errno.h>
 #include <stdint.h>
@@ -126,6 +129,11 @@ static struct vtpu_insn op3(uint8_t op, uint8_t sub, uint16_t flags,
 	};
 
 	return in;
+}
+
+static struct vtpu_insn scalar(uint8_t op, uint8_t reg, uint32_t imm)
+{
+	return op3(op, reg, 0, imm, NONE, NONE, NONE);
 }
 
 static struct vtpu_insn dma(uint8_t op, struct vtpu_tile v, uint32_t binding,
@@ -1302,10 +1310,41 @@ static struct prog seed_lanes(void)
 	return p;
 }
 
+/*
+ * A counted loop around a BINARY, then a loop whose trip count is a value
+ * in VMEM, left by a forward BRZ.
+ */
+static struct prog seed_loop(void)
+{
+	struct vtpu_tile acc = F(0, 4, 8), n = vtpu_tile_s32(256, 1, 1, 1);
+	struct vtpu_asm as;
+	uint32_t top;
+	int out;
+
+	start(&as);
+	vtpu_asm_fill_f32(&as, acc, 0.0f);
+	vtpu_asm_fill(&as, n, 3);
+	vtpu_asm_sload(&as, 1, 256);
+	vtpu_asm_sset(&as, 0, 2);
+	top = vtpu_asm_here(&as);
+	vtpu_asm_binary_imm(&as, VTPU_BINARY_ADD, acc, acc, 1.0f);
+	vtpu_asm_sadd(&as, 0, -1);
+	vtpu_asm_brnz(&as, 0, top);
+	top = vtpu_asm_here(&as);
+	out = vtpu_asm_brz(&as, 1, 0);
+	vtpu_asm_binary_imm(&as, VTPU_BINARY_MUL, acc, acc, 2.0f);
+	vtpu_asm_sadd(&as, 1, -1);
+	vtpu_asm_jump(&as, top);
+	vtpu_asm_insn(&as, out)->imm = vtpu_asm_here(&as);
+	vtpu_asm_dma_store(&as, acc, 1, 0, 32, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	return finish(&as);
+}
+
 TEST(fuzz_seeds_are_valid)
 {
 	struct prog seeds[] = { seed_all_ops(), seed_dma(), seed_matmul(),
-				seed_lanes() };
+				seed_lanes(), seed_loop() };
 	struct vtpu_prog_info info;
 	bool seen[256] = { false };
 	uint32_t i, j;
@@ -1557,6 +1596,9 @@ static int run_exactly_sized(const struct vtpu_prog_info *info,
 {
 	struct vtpu_exec_binding eb[NBINDINGS];
 	uint8_t *vmem = malloc(info->vmem_size ? info->vmem_size : 1);
+	/* a loop may never end: a bounded run proves as much as a whole one */
+	uint32_t max_steps = info->branch_count ? 8 * info->insn_count + 64 :
+			     info->insn_count;
 	struct vtpu_exec e;
 	uint32_t i, steps;
 	int done = 0;
@@ -1569,12 +1611,14 @@ static int run_exactly_sized(const struct vtpu_prog_info *info,
 		memset(eb[i].data, (int)below(256), desc[i].size);
 	}
 	vtpu_exec_init(&e, info, eb, vmem);
-	for (steps = 0; steps <= info->insn_count && !done; steps++)
+	for (steps = 0; steps <= max_steps && !done; steps++)
 		done = vtpu_exec_step(&e, 1 + below(8));
 	/* random indices mostly fault a gather: a clean stop is fine */
 	if (done == -ERANGE && e.fault == -ERANGE &&
 	    code_has_gather(info))
 		done = 1;
+	else if (info->branch_count)
+		done = done >= 0 && e.pc < info->insn_count + !!done;
 	else if (done && e.insns != info->insn_count)
 		done = 0;
 	for (i = 0; i < NBINDINGS; i++)
@@ -1613,7 +1657,7 @@ static int by_count(const void *x, const void *y)
 TEST(fuzz_mutants_are_rejected_or_run_safely)
 {
 	struct prog seeds[] = { seed_all_ops(), seed_dma(), seed_matmul(),
-				seed_lanes() };
+				seed_lanes(), seed_loop() };
 	struct reason_count reasons[64] = { 0 };
 	uint32_t accepted = 0, rejected = 0, executed = 0, tight = 0, i, k;
 	struct vtpu_binding_desc desc[NBINDINGS];
@@ -1811,6 +1855,175 @@ TEST(lanes_instruction_rules)
 	seal(&p);
 	EXPECT_REJECTED(p, 0, "lanes need ISA version 3");
 	free(p.buf);
+}
+
+/* ---- scalar unit and branches (ISA version 4) ---- */
+
+static const uint8_t scalar_ops[] = {
+	VTPU_OP_SLOAD, VTPU_OP_SSET, VTPU_OP_SADD,
+	VTPU_OP_BRZ, VTPU_OP_BRNZ, VTPU_OP_JUMP,
+};
+
+TEST(scalar_valid_programs)
+{
+	struct prog p = seed_loop();
+	struct vtpu_prog_info info;
+	struct vtpu_prog_error e;
+	uint32_t i;
+
+	ASSERT_EQ(0, validate(&p, &info, &e)) TH_LOG("%d: %s", e.insn, e.why);
+	EXPECT_EQ(3u, info.branch_count);
+	free(p.buf);
+	/* each alone; registers s0..s15, targets 0 and END's index 1 */
+	VALID1(scalar(VTPU_OP_SLOAD, 15, PROG_VMEM - 4));
+	VALID1(scalar(VTPU_OP_SLOAD, 0, 0));
+	VALID1(scalar(VTPU_OP_SSET, VTPU_SREGS - 1, 0xffffffffu));
+	VALID1(scalar(VTPU_OP_SADD, 7, 0x80000000u));
+	VALID1(scalar(VTPU_OP_BRZ, 3, 1));
+	VALID1(scalar(VTPU_OP_BRNZ, 15, 0));
+	VALID1(scalar(VTPU_OP_JUMP, 0, 1));
+	/* a loop of one instruction is valid: the job timeout ends it */
+	VALID1(scalar(VTPU_OP_JUMP, 0, 0));
+	/* straight-line code has no branches */
+	p = seed_all_ops();
+	ASSERT_EQ(0, validate(&p, &info, &e));
+	EXPECT_EQ(0u, info.branch_count);
+	free(p.buf);
+	for (i = 0; i < ARRAY_SIZE(scalar_ops); i++) {
+		p = prog1(scalar(scalar_ops[i], 0, 0));
+		ASSERT_EQ(0, validate(&p, &info, &e));
+		EXPECT_EQ((uint32_t)(scalar_ops[i] >= VTPU_OP_BRZ),
+			  info.branch_count);
+		EXPECT_EQ(0u, info.flops);
+		free(p.buf);
+	}
+}
+
+TEST(scalar_needs_isa_version_4)
+{
+	struct prog p;
+	uint32_t i, v;
+
+	for (i = 0; i < ARRAY_SIZE(scalar_ops); i++) {
+		for (v = VTPU_ISA_VERSION_MIN; v < 4; v++) {
+			p = prog1(scalar(scalar_ops[i], 0, 0));
+			EXPECT_VALID(p);
+			hdr(&p)->isa_version = v;
+			seal(&p);
+			EXPECT_REJECTED(p, 0, "scalar registers and branches need ISA version 4");
+			free(p.buf);
+		}
+	}
+}
+
+TEST(scalar_selector_flags_and_operands)
+{
+	uint32_t i;
+
+	for (i = 0; i < ARRAY_SIZE(scalar_ops); i++) {
+		struct vtpu_insn in = scalar(scalar_ops[i], 0, 0);
+
+		/* s0..s15; JUMP has no register */
+		REJECT1(in, sub, scalar_ops[i] == VTPU_OP_JUMP ? 1 : VTPU_SREGS,
+			"invalid function selector");
+		REJECT1(in, sub, 0xff, "invalid function selector");
+		REJECT1(in, flags, VTPU_F_ACC, "flag not allowed for this opcode");
+		REJECT1(in, flags, VTPU_F_BCAST_IMM,
+			"flag not allowed for this opcode");
+		REJECT1(in, reserved, 1, "instruction reserved not zero");
+		REJECT1(in, t.d.rows, 1, "unused operand not zero");
+		REJECT1(in, t.a.addr, 4, "unused operand not zero");
+		REJECT1(in, t.b.pad[2], 1, "unused operand not zero");
+		/* the DMA view of the same bytes */
+		REJECT1(in, dma.offset, 1, "unused operand not zero");
+		REJECT1(in, dma.binding, 1, "unused operand not zero");
+		REJECT1(in, dma.pad2, 1, "unused operand not zero");
+	}
+}
+
+TEST(sload_address_rules)
+{
+	struct vtpu_insn in = scalar(VTPU_OP_SLOAD, 2, 64);
+
+	REJECT1(in, imm, 66, "sload address misaligned");
+	REJECT1(in, imm, 1, "sload address misaligned");
+	REJECT1(in, imm, PROG_VMEM - 2, "sload address misaligned");
+	REJECT1(in, imm, PROG_VMEM, "sload address exceeds vmem");
+	REJECT1(in, imm, CORE_VMEM - 4, "sload address exceeds vmem");
+	REJECT1(in, imm, 0xfffffffcu, "sload address exceeds vmem");
+}
+
+TEST(branch_target_out_of_range)
+{
+	uint32_t i;
+
+	/* prog1(): the branch and END, so targets 0 and 1 */
+	for (i = 3; i < ARRAY_SIZE(scalar_ops); i++) {
+		struct vtpu_insn in = scalar(scalar_ops[i], 0, 1);
+
+		REJECT1(in, imm, 2, "branch target out of range");
+		REJECT1(in, imm, 0x7fffffffu, "branch target out of range");
+		REJECT1(in, imm, 0xffffffffu, "branch target out of range");
+	}
+}
+
+TEST(branch_cannot_end_the_code)
+{
+	struct vtpu_asm as;
+	struct prog p;
+
+	/* END stays the one way out: a loop may not replace it */
+	start(&as);
+	vtpu_asm_sset(&as, 0, 1);
+	vtpu_asm_jump(&as, 0);
+	p = finish(&as);
+	EXPECT_REJECTED(p, 1, "last instruction is not END");
+	free(p.buf);
+}
+
+TEST(branch_needs_one_lane)
+{
+	struct prog p;
+	uint32_t i;
+
+	for (i = 3; i < ARRAY_SIZE(scalar_ops); i++) {
+		REJECT_LANES(0, "branches need a program of one lane",
+			     scalar(scalar_ops[i], 0, 0));
+		REJECT_LANES(1, "branches need a program of one lane",
+			     NEG(0), scalar(scalar_ops[i], 0, 2));
+		/* one lane, or none */
+		p = lanes_prog(1, (struct vtpu_insn[]){ NEG(0),
+				scalar(scalar_ops[i], 0, 0) }, 2);
+		EXPECT_VALID(p);
+		free(p.buf);
+		p = lanes_prog(0, (struct vtpu_insn[]){ NEG(0),
+				scalar(scalar_ops[i], 0, 0) }, 2);
+		EXPECT_VALID(p);
+		free(p.buf);
+	}
+}
+
+TEST(scalar_belongs_to_lane_0)
+{
+	struct prog p;
+
+	/* with lanes, SLOAD, SSET and SADD are lane 0's, on its VMEM */
+	p = lanes_prog(2, (struct vtpu_insn[]){
+		scalar(VTPU_OP_SSET, 0, 5), scalar(VTPU_OP_SADD, 0, 1),
+		scalar(VTPU_OP_SLOAD, 1, 4096 - 4), LANE(1), NEG(4096),
+		BARRIER, scalar(VTPU_OP_SLOAD, 1, 0) }, 7);
+	EXPECT_VALID(p);
+	free(p.buf);
+	REJECT_LANES(1, "scalar instruction outside lane 0", LANE(1),
+		     scalar(VTPU_OP_SSET, 0, 5));
+	REJECT_LANES(1, "scalar instruction outside lane 0", LANE(1),
+		     scalar(VTPU_OP_SADD, 0, 5));
+	REJECT_LANES(1, "scalar instruction outside lane 0", LANE(1),
+		     scalar(VTPU_OP_SLOAD, 0, 0));
+	REJECT_LANES(0, "sload outside lane 0's vmem",
+		     scalar(VTPU_OP_SLOAD, 0, 4096));
+	REJECT_LANES(0, "sload outside lane 0's vmem",
+		     scalar(VTPU_OP_SLOAD, 0, 8192 - 4));
 }
 
 TEST_HARNESS_MAIN

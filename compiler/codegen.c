@@ -5,7 +5,9 @@
  * codegen.c - turns a planned primitive graph into one program. Kernels
  * (node.kernel, or one per node) are emitted in dependency order, each
  * behind a TRACE naming it; every kernel works in VMEM tiles sized from
- * the device's VMEM, and the straight-line code unrolls every loop.
+ * the device's VMEM, and code unrolls the loops over tiles. A WHILE
+ * node (a loop whose trip count the data decides) is the one kernel with
+ * branches: loop.c links its condition's and body's programs in.
  *
  * Bindings: parameters (read), outputs (written, never read back), one
  * scratch buffer (read and written) when the plan uses it, then one

@@ -76,7 +76,8 @@ static void compile_event(struct vtpu_client *c, const struct vtpu_program *p,
 
 /*
  * The op names of the program's metadata section (TRACE id N names the
- * Nth string), indexed once so that profiles name each op's span.
+ * Nth string), indexed once so that profiles name each op's span; and
+ * whether its code branches.
  */
 static int index_op_names(struct vtpu_client *c, struct vtpu_executable *e)
 {
@@ -84,6 +85,14 @@ static int index_op_names(struct vtpu_client *c, struct vtpu_executable *e)
 	const char *meta, *end, *s;
 	uint32_t n = 0;
 
+	const struct vtpu_insn *code = (const void *)((const char *)h +
+						     h->header_size);
+	uint32_t i;
+
+	for (i = 0; i < h->insn_count && !e->loops; i++)
+		e->loops = code[i].op == VTPU_OP_BRZ ||
+			   code[i].op == VTPU_OP_BRNZ ||
+			   code[i].op == VTPU_OP_JUMP;
 	meta = (const char *)h + h->header_size + h->code_size + h->const_size;
 	end = meta + h->meta_size;
 	for (s = meta; s < end; s++)

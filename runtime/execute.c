@@ -579,9 +579,16 @@ static void end_attempt(struct vtpu_event *ev)
 	release_attempt(ev);
 }
 
-static bool retryable(int status)
+/*
+ * What another attempt may cure: a busy device, or a timeout, unless the
+ * program loops on the device, where a timeout most likely means a loop
+ * that does not end (every retry would wait the whole timeout again).
+ */
+static bool retryable(const struct vtpu_event *ev, int status)
 {
-	return status == -ETIMEDOUT || status == -EBUSY || status == -EAGAIN;
+	if (status == -ETIMEDOUT)
+		return !ev->exe->loops;
+	return status == -EBUSY || status == -EAGAIN;
 }
 
 /* The run ended for good: count it and let the client go idle. */
@@ -642,7 +649,7 @@ static int drive(struct vtpu_event *ev, uint64_t deadline)
 			return ret;
 		end_attempt(ev);
 		status = ev->job.status;
-		if (!retryable(status) || ev->retries >= c->opts.max_retries) {
+		if (!retryable(ev, status) || ev->retries >= c->opts.max_retries) {
 			finish_run(ev, status);
 			break;
 		}
@@ -662,7 +669,7 @@ static int run_result(struct vtpu_event *ev)
 
 	if (st == -ERANGE)
 		rt_set_error(ev->client, ERANGE,
-			     "execution failed on %s: an index is out of range (a Gather's or dynamic slice's index outside its table, or an HLO while loop still running after $VTPU_HLO_WHILE_LIMIT iterations)",
+			     "execution failed on %s: an index is out of range (a Gather's or dynamic slice's index outside its table)",
 			     ev->device->name);
 	else if (st == -ETIMEDOUT)
 		rt_set_error(ev->client, ETIMEDOUT,

@@ -210,6 +210,11 @@ struct vtpu_executable {
 	/* TRACE id -> op name, into the program's metadata section */
 	const char **op_names;
 	uint32_t nop_names;
+	/*
+	 * The program branches (loops on the device): a timeout then is
+	 * most likely a loop that does not end, and is not retried.
+	 */
+	bool loops;
 	struct vtpu_shape in_shape[RT_MAX_BINDINGS];
 	struct vtpu_shape out_shape[RT_MAX_BINDINGS];
 };

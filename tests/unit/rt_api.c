@@ -409,6 +409,50 @@ TEST_F(rt, non_retryable_injected_failure_surfaces_at_once)
 	vtpu_client_destroy(c);
 }
 
+/*
+ * An HLO while loop runs on the device: with x = 3 it doubles to 12; with
+ * x = 0 it never ends, and the job timeout stops it once, without the
+ * retries a timeout otherwise gets (each would wait the timeout again).
+ */
+TEST(endless_device_loop_times_out_once)
+{
+	static const char text[] =
+		"HloModule until\n"
+		"body { v = f32[] parameter(0)\n  ROOT d = f32[] add(v, v) }\n"
+		"cond { v = f32[] parameter(0)\n"
+		"  ROOT lt = pred[] compare(v, f32[] constant(10)), direction=LT }\n"
+		"ENTRY e { x = f32[] parameter(0)\n"
+		"  ROOT w = f32[] while(x), condition=cond, body=body }\n";
+	struct vtpu_buffer *in = NULL, *out = NULL;
+	struct vtpu_executable *exe = NULL;
+	struct vtpu_client *c;
+	struct vtpu_stats st;
+	float x = 3, y = 0;
+
+	ASSERT_EQ(0, setenv("VTPU_HOST_JOB_TIMEOUT_MS", "100", 1));
+	c = host_client(0, 0, 3, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, vtpu_executable_compile_hlo(c, text, strlen(text), &exe))
+		TH_LOG("%s", vtpu_client_error(c));
+	ASSERT_EQ(0, vtpu_buffer_create(c, NULL, 4, VTPU_PLACE_AUTO, &in));
+	ASSERT_EQ(0, vtpu_buffer_create(c, NULL, 4, VTPU_PLACE_AUTO, &out));
+	ASSERT_EQ(0, vtpu_buffer_upload(in, 0, &x, 4));
+	ASSERT_EQ(0, vtpu_execute(c, exe, &in, &out));
+	ASSERT_EQ(0, vtpu_buffer_download(out, 0, &y, 4));
+	EXPECT_EQ(12.0f, y);
+	x = 0;
+	ASSERT_EQ(0, vtpu_buffer_upload(in, 0, &x, 4));
+	ASSERT_EQ(-ETIMEDOUT, vtpu_execute(c, exe, &in, &out));
+	ASSERT_EQ(0, vtpu_client_stats(c, &st));
+	EXPECT_EQ(0, st.retries);
+	EXPECT_EQ(1, st.failures);
+	vtpu_buffer_destroy(in);
+	vtpu_buffer_destroy(out);
+	vtpu_executable_destroy(exe);
+	vtpu_client_destroy(c);
+	unsetenv("VTPU_HOST_JOB_TIMEOUT_MS");
+}
+
 TEST_F(rt, memory_returns_after_every_failure)
 {
 	/* 3 timeouts exhaust a run's budget of 2; the 4th is retried away */

@@ -54,7 +54,10 @@
  *
  * Branches (ISA version 4): a branch's target, &vtpu_insn.imm, is the
  * index of an instruction of the program; a program with a branch has at
- * most one lane (&vtpu_prog_header.lanes 0 or 1).
+ * most one lane (&vtpu_prog_header.lanes 0 or 1). In a program of lanes,
+ * SLOAD, SSET and SADD are lane 0's, and SLOAD reads lane 0's VMEM. A
+ * job's profile holds as many TRACE records as the code has TRACEs: one
+ * pass through a loop's; later ones are not recorded.
  */
 #ifndef _UAPI_VTPU_ISA_H_
 #define _UAPI_VTPU_ISA_H_

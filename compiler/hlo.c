@@ -142,7 +142,9 @@ static const char *const window_fields[WF_NR] = {
 	X(GROUPS,	"replica_groups") \
 	X(EXP_BITS,	"exponent_bits") \
 	X(MANT_BITS,	"mantissa_bits") \
-	X(CMP_TYPE,	"type")
+	X(CMP_TYPE,	"type") \
+	X(SELECT,	"select") \
+	X(SCATTER,	"scatter")
 
 enum attr_id {
 #define ATTR_ENUM(id, text) AT_##id,
@@ -167,6 +169,7 @@ struct attrs {
 	const struct tok *labels;
 	int64_t fgc, bgc, index;
 	struct comp *to_apply, *calls, *cond, *body, *tcomp, *fcomp;
+	struct comp *select, *scatter;		/* select-and-scatter */
 	int nbranch;
 	struct comp **branches;
 	struct ilist ds_sizes, offset_dims, collapsed, start_map, slice_sizes;
@@ -187,7 +190,7 @@ enum op_kind {
 	OK_IOTA, OK_CLAMP, OK_IDENTITY, OK_BITCAST, OK_CALL, OK_WHILE,
 	OK_COND, OK_DSLICE, OK_DUS, OK_GATHER, OK_SCATTER, OK_SORT, OK_REVERSE, OK_RWINDOW,
 	OK_BN_INF, OK_BN_TRAIN, OK_CUSTOM, OK_COLLECTIVE, OK_LOGIC, OK_MATH,
-	OK_REPLICA_ID, OK_REDUCE_PRECISION, OK_UNSUPPORTED,
+	OK_REPLICA_ID, OK_REDUCE_PRECISION, OK_SELSCAT, OK_UNSUPPORTED,
 };
 
 /* OK_MATH's functions, composed from the device's (compose.c) */
@@ -256,6 +259,7 @@ enum { L_NOT, L_AND, L_OR, L_XOR };
 	X("sort",               OK_SORT,      0,            -1) \
 	X("reverse",            OK_REVERSE,   0,            1) \
 	X("reduce-window",      OK_RWINDOW,   0,            -1) \
+	X("select-and-scatter", OK_SELSCAT,   0,            3) \
 	X("batch-norm-inference", OK_BN_INF,  0,            5) \
 	X("batch-norm-training", OK_BN_TRAIN, 0,            3) \
 	X("custom-call",        OK_CUSTOM,    0,            -1) \
@@ -309,7 +313,8 @@ static const char *const unsupported_ops[] = {
 	"count-leading-zeros", "domain", "dynamic-reshape", "fft",
 	"get-dimension-size", "imag", "infeed", "map", "outfeed", "popcnt",
 	"ragged-all-to-all", "real", "recv", "recv-done", "rng",
-	"rng-bit-generator", "rng-get-and-update-state", "select-and-scatter", "send", "send-done", "set-dimension-size",
+	"rng-bit-generator", "rng-get-and-update-state", "send", "send-done",
+	"set-dimension-size",
 	"shift-left", "shift-right-arithmetic", "shift-right-logical",
 	"stochastic-convert", "topk", "triangular-solve",
 };
@@ -1473,6 +1478,10 @@ static int parse_known_attr(struct parser *p, struct attrs *at, int id)
 		return parse_comp(p, &at->calls);
 	case AT_CONDITION:
 		return parse_comp(p, &at->cond);
+	case AT_SELECT:
+		return parse_comp(p, &at->select);
+	case AT_SCATTER:
+		return parse_comp(p, &at->scatter);
 	case AT_BODY:
 		return parse_comp(p, &at->body);
 	case AT_TRUE_COMP:
@@ -2611,6 +2620,160 @@ static int build_reduce_window(struct parser *p, struct inst *in)
 	return 0;
 }
 
+/*
+ * select-and-scatter(operand, source, init), window=, select=, scatter=
+ * (max pooling's gradient): in each window of the operand, the element
+ * select picks (scanning the window in order, the current choice stays
+ * while select(current, next) holds; padding is never chosen) receives
+ * the window's source value, added (scatter must be an add) to init.
+ * With the window's k offsets as strided slices: the choice and its
+ * offset as a running select over them, select applied elementwise;
+ * then each offset's share of the source, spread back onto the operand
+ * by interior padding.
+ */
+static bool adds_params(const struct comp *c);
+static int build_comp(struct parser *p, struct comp *c, int nargs,
+		      const struct hval *args, const struct tok *site,
+		      struct hval *out);
+
+static int build_select_scatter(struct parser *p, struct inst *in)
+{
+	const struct dxd *w = in->at ? in->at->win : NULL;
+	int64_t lo[R] = { 0 }, hi[R] = { 0 }, out[R], k[R] = { 0 }, st[R], lim[R], str[R];
+	int64_t pdims[R], plo[R], phi[R], inter[R];
+	int x = 0, src = 0, valid, sel = -1, idx = -1, have = -1, res, d;
+	int rank, o = 0, nwin = 1, i;
+	struct vtpu_shape s, ss;
+	struct hval args[2], r;
+	double init = 0;
+
+	if (need(p, in, AT_WINDOW) || need(p, in, AT_SELECT) ||
+	    need(p, in, AT_SCATTER) || value_of(p, in, 0, &x) ||
+	    value_of(p, in, 1, &src) ||
+	    scalar_const(p, in, 2, "the select-and-scatter's init", &init))
+		return p->ret;
+	if (!adds_params(in->at->scatter))
+		return error_at(p, in->at->val[AT_SCATTER]->loc,
+				"unsupported: a select-and-scatter whose scatter is not an add");
+	if (in->at->select->nparams != 2)
+		return error_at(p, in->at->val[AT_SELECT]->loc,
+				"select takes 2 parameters");
+	s = shape_of(p, x);
+	ss = shape_of(p, src);
+	rank = s.rank;
+	if (w[WF_SIZE].n != rank || !rank)
+		return error_at(p, in->at->val[AT_WINDOW]->loc,
+				"window has %d dimensions for an operand of rank %d",
+				w[WF_SIZE].n, rank);
+	for (d = 0; d < rank; d++) {
+		int64_t size = w[WF_SIZE].v[d][0];
+
+		str[d] = w[WF_STRIDE].n ? w[WF_STRIDE].v[d][0] : 1;
+		lo[d] = w[WF_PAD].n ? w[WF_PAD].v[d][0] : 0;
+		hi[d] = w[WF_PAD].n ? w[WF_PAD].v[d][1] : 0;
+		if ((w[WF_LHS_DILATE].n && w[WF_LHS_DILATE].v[d][0] != 1) ||
+		    (w[WF_RHS_DILATE].n && w[WF_RHS_DILATE].v[d][0] != 1) ||
+		    size < 1 || str[d] < 1 || lo[d] < 0 || hi[d] < 0)
+			return error_at(p, in->at->val[AT_WINDOW]->loc,
+					"unsupported: a select-and-scatter window with dilation or negative padding");
+		pdims[d] = s.dims[d] + lo[d] + hi[d];
+		if (pdims[d] < size)
+			return error_at(p, in->at->val[AT_WINDOW]->loc,
+					"the window is larger than the padded operand");
+		out[d] = (pdims[d] - size) / str[d] + 1;
+		if (ss.rank != rank || ss.dims[d] != out[d])
+			return error_at(p, in->op_tok->loc,
+					"the source must have the windows' shape");
+		nwin *= (int)size;
+		if (nwin > MAX_WINDOW_ELEMS)
+			return error_at(p, in->at->val[AT_WINDOW]->loc,
+					"unsupported: a window of more than %d elements",
+					MAX_WINDOW_ELEMS);
+	}
+	/* where the operand is, in the padded one: padding is never chosen */
+	valid = pad_general(p, vtpu_g_broadcast(p->g, scalar_of(p, 1, VTPU_F32),
+						rank, s.dims, NULL),
+			    lo, hi, NULL, 0);
+	x = pad_general(p, x, lo, hi, NULL, 0);
+	for (o = 0; o < nwin; o++) {
+		int v, ok, keep, take;
+
+		for (d = 0; d < rank; d++) {
+			st[d] = k[d];
+			lim[d] = st[d] + (out[d] - 1) * str[d] + 1;
+		}
+		v = vtpu_g_slice(p->g, x, st, lim, str);
+		ok = vtpu_g_slice(p->g, valid, st, lim, str);
+		ok = vtpu_g_compare(p->g, VTPU_NE, ok, splat(p, 0, ok));
+		if (v < 0 || ok < 0)
+			return builder_error(p, in, v < 0 ? v : ok);
+		if (!o) {
+			sel = v;
+			idx = vtpu_g_broadcast(p->g, scalar_of(p, 0, VTPU_S32),
+					       rank, out, NULL);
+			have = ok;
+		} else {
+			args[0] = array_val(sel);
+			args[1] = array_val(v);
+			memset(&p->map, 0, sizeof(p->map));
+			p->map.rank = rank;
+			memcpy(p->map.dims, out, rank * sizeof(*out));
+			i = build_comp(p, in->at->select, 2, args, in->op_tok, &r);
+			memset(&p->map, 0, sizeof(p->map));
+			if (i)
+				return p->ret;
+			if (r.n >= 0 || shape_of(p, r.id).type != VTPU_PRED)
+				return error_at(p, in->at->val[AT_SELECT]->loc,
+						"select must give a pred");
+			keep = r.id;
+			take = p_and(p, ok, p_or(p, p_not(p, have), p_not(p, keep)));
+			sel = vtpu_g_select(p->g, take, v, sel);
+			idx = vtpu_g_select(p->g, take,
+					    vtpu_g_broadcast(p->g, scalar_of(p, o, VTPU_S32),
+							     rank, out, NULL), idx);
+			have = p_or(p, have, ok);
+		}
+		for (d = rank - 1; d >= 0; d--) {
+			if (++k[d] < w[WF_SIZE].v[d][0])
+				break;
+			k[d] = 0;
+		}
+	}
+	/* each offset's share of the source, back where it came from */
+	res = vtpu_g_broadcast(p->g, scalar_of(p, init, s.type), rank, pdims,
+			       NULL);
+	memset(k, 0, sizeof(k));
+	for (o = 0; o < nwin; o++) {
+		int mine = p_and(p, have, vtpu_g_compare(p->g, VTPU_EQ, idx,
+					vtpu_g_broadcast(p->g, scalar_of(p, o, VTPU_S32),
+							 rank, out, NULL)));
+		int part = vtpu_g_select(p->g, mine, src, splat(p, 0, src));
+
+		for (d = 0; d < rank; d++) {
+			plo[d] = k[d];
+			inter[d] = str[d] - 1;
+			phi[d] = pdims[d] - (k[d] + (out[d] - 1) * str[d] + 1);
+		}
+		res = bin(p, VTPU_ADD, res, pad_general(p, part, plo, phi, inter, 0));
+		if (res < 0)
+			return builder_error(p, in, res);
+		for (d = rank - 1; d >= 0; d--) {
+			if (++k[d] < w[WF_SIZE].v[d][0])
+				break;
+			k[d] = 0;
+		}
+	}
+	for (d = 0; d < rank; d++) {
+		st[d] = lo[d];
+		lim[d] = lo[d] + s.dims[d];
+	}
+	res = vtpu_g_slice(p->g, res, st, lim, NULL);
+	if (res < 0)
+		return builder_error(p, in, res);
+	in->v = array_val(res);
+	return 0;
+}
+
 /* ---- convolution --------------------------------------------------------- */
 
 /*
@@ -3030,6 +3193,8 @@ static int build_gather(struct parser *p, struct inst *in)
 	int64_t st[R] = { 0 }, lim[R], dims[R], nb = 1, flat_n = 1, stride;
 	int64_t bdims[R], g_dims[2 * R], nbd = 0;
 	int flat = -1, ivd, y, operm[R];
+	int64_t wz = 1, wdims[R + 1];
+	bool windows = false;
 
 	if (need(p, in, AT_START_MAP) || need(p, in, AT_SLICE_SIZES) ||
 	    array_shape(p, in) || value_of(p, in, 0, &x) ||
@@ -3053,12 +3218,13 @@ static int build_gather(struct parser *p, struct inst *in)
 		bool mapped = in_list(&at->start_map, d);
 		int64_t size = at->slice_sizes.v[d];
 
-		if (size < 1 || size > xs.dims[d] || (mapped && size != 1) ||
-		    (!mapped && in_list(&at->collapsed, d)))
+		if (size < 1 || size > xs.dims[d] ||
+		    (in_list(&at->collapsed, d) && (size != 1 || !mapped)))
 			return error_at(p, at->val[AT_SLICE_SIZES]->loc,
-					"unsupported: gather windows over indexed dimensions (slice size %lld of dimension %d)",
+					"unsupported: gather slice size %lld of dimension %d",
 					(long long)size, d);
 		lim[d] = mapped ? xs.dims[d] : size;
+		windows |= mapped && size > 1;
 	}
 	x = vtpu_g_slice(p->g, x, st, lim, NULL);
 	/* indexed dimensions first, in start_index_map order, flattened */
@@ -3096,22 +3262,73 @@ static int build_gather(struct parser *p, struct inst *in)
 		ix = permute(p, to_type(p, ix, VTPU_S32), ip);
 		ix = vtpu_g_reshape(p->g, ix, 2, two);
 	}
+	/*
+	 * Window j of an indexed dimension of size n starts at its index
+	 * clamped to [0, n - size]; with windows over indexed dimensions
+	 * (a vmapped dynamic_slice) every position of the window is a row:
+	 * [B, size_0, ..., size_m-1] flat row numbers.
+	 */
+	wdims[0] = nb;
 	stride = flat_n;
 	for (j = 0; j < m; j++) {
 		int64_t n = xs.dims[at->start_map.v[j]];
+		int64_t z = at->slice_sizes.v[at->start_map.v[j]];
 		int64_t s0[2] = { 0, j }, l0[2] = { nb, j + 1 };
 		int c;
 
 		stride /= n;
+		wdims[1 + j] = z;
+		wz *= z;
 		c = vtpu_g_reshape(p->g, vtpu_g_slice(p->g, ix, s0, l0, NULL),
 				   1, &nb);
 		c = bin(p, VTPU_MAX, c, splat(p, 0, c));
-		c = bin(p, VTPU_MIN, c, splat(p, (double)(n - 1), c));
+		c = bin(p, VTPU_MIN, c, splat(p, (double)(n - z), c));
 		if (stride != 1)
 			c = bin(p, VTPU_MUL, c, splat(p, (double)stride, c));
 		flat = flat < 0 ? c : bin(p, VTPU_ADD, flat, c);
 	}
+	if (windows) {
+		int64_t all = nb * wz;
+
+		flat = vtpu_g_broadcast(p->g, flat, 1 + m, wdims, (int[]){ 0 });
+		stride = flat_n;
+		for (j = 0; j < m; j++) {
+			int64_t z = wdims[1 + j];
+			int w;
+
+			stride /= xs.dims[at->start_map.v[j]];
+			w = iota_s32(p, z);
+			if (stride != 1)
+				w = bin(p, VTPU_MUL, w, splat(p, (double)stride, w));
+			flat = bin(p, VTPU_ADD, flat,
+				   vtpu_g_broadcast(p->g, w, 1 + m, wdims,
+						    (int[]){ 1 + j }));
+		}
+		flat = vtpu_g_reshape(p->g, flat, 1, &all);
+	}
 	y = vtpu_g_gather(p->g, x, flat, 0, false);
+	if (windows) {
+		/* [B, windows in start_map order, the rest] to operand order */
+		int wp[R + 1], k = 0, r2 = 1 + rank;
+		int64_t wd[R + 1];
+
+		for (j = 0; j < 1 + m; j++)
+			wd[j] = wdims[j];
+		for (d = m; d < rank; d++)
+			wd[1 + d] = at->slice_sizes.v[perm[d]];
+		y = vtpu_g_reshape(p->g, y, r2, wd);
+		wp[0] = 0;
+		for (d = 0; d < rank; d++) {
+			for (j = 0; j < m && at->start_map.v[j] != d; j++)
+				;
+			if (j < m) {
+				wp[1 + d] = 1 + j;
+			} else {
+				wp[1 + d] = 1 + m + k++;
+			}
+		}
+		y = permute(p, y, wp);
+	}
 	/* [batch..., offset dims in operand order (size-1 ones too)] */
 	for (d = 0; d < nbd; d++)
 		g_dims[d] = bdims[d];
@@ -4683,6 +4900,9 @@ static int build_inst(struct parser *p, struct inst *in)
 		break;
 	case OK_SORT:
 		ret = build_sort(p, in);
+		break;
+	case OK_SELSCAT:
+		ret = build_select_scatter(p, in);
 		break;
 	default:
 		id = build_value(p, in);

@@ -1344,6 +1344,49 @@ TEST(sort_applies_the_whole_comparator)
 			 "5:13", "unsupported: reshape in a computation applied elementwise (a sort comparator)");
 }
 
+/*
+ * A gather whose windows span the indexed dimensions (what vmap makes of
+ * dynamic_slice): each window starts at its index, clamped so it fits.
+ */
+TEST(gather_windows_over_indexed_dimensions)
+{
+	static const float x[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+				     12, 13, 14, 15 };
+	static const int32_t idx[4] = { 1, 1, 3, 2 };
+	double out[8];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  x = f32[4,4] parameter(0)\n  i = s32[2,2] parameter(1)\n"
+		     "  ROOT g = f32[2,2,2] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,2}\n}\n",
+		     (const void *[]){ x, idx }, 0, out, 8);
+	ASSERT_VALUES(out, n, 5, 6, 9, 10, 10, 11, 14, 15);
+}
+
+/*
+ * select-and-scatter, max pooling's gradient: each window's source value
+ * goes to its first maximum (ties: the first in the window's order).
+ */
+TEST(select_and_scatter_routes_to_the_first_maximum)
+{
+	static const float x[16] = { 1, 5, 2, 2, 3, 4, 2, 7, 9, 0, 1, 1,
+				     9, 8, 1, 1 };
+	static const float src[4] = { 1, 2, 3, 4 };
+	double out[16];
+	int n;
+
+	n = eval_hlo(_metadata, "HloModule m\n"
+		     "ge { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		     "  ROOT c = pred[] compare(a, b), direction=GE }\n"
+		     "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		     "  ROOT s = f32[] add(a, b) }\n"
+		     "ENTRY e {\n"
+		     "  x = f32[4,4] parameter(0)\n  s = f32[2,2] parameter(1)\n"
+		     "  ROOT r = f32[4,4] select-and-scatter(x, s, f32[] constant(0)), window={size=2x2 stride=2x2}, select=ge, scatter=add\n}\n",
+		     (const void *[]){ x, src }, 0, out, 16);
+	ASSERT_VALUES(out, n, 0, 1, 0, 0, 0, 0, 0, 2, 3, 0, 4, 0, 0, 0, 0, 0);
+}
+
 /* TopK, as XLA's TopkRewriter leaves it: the k greatest and their indices */
 TEST(topk_custom_call)
 {

@@ -115,6 +115,8 @@ int onnx_fold(struct ctx *c, node_t *n, const struct opdef *d);
 
 struct val *onnx_lookup(struct ctx *c, const char *name);
 int onnx_define(struct ctx *c, const char *name, int id, struct cval *cv);
+/* Frees every value's host copies and sequences, and the table. */
+void onnx_values_free(struct ctx *c);
 void onnx_cval_free(struct cval *cv);
 struct vtpu_shape onnx_shape_of(struct ctx *c, int id);
 int64_t onnx_prod(const int64_t *d, int from, int to);

@@ -2,16 +2,19 @@
 /* Copyright (C) 2026 The vtpu authors */
 
 /*
- * onnx/control.c - If, Loop and Scan. The device runs straight-line
- * programs, so control flow happens here, on the builder: a subgraph's
+ * onnx/control.c - If, Loop and Scan. Control flow mostly happens here,
+ * on the builder: a subgraph's
  * nodes are built inline with its inputs bound to the caller's values
  * (outer names stay visible, as ONNX scoping says). If with a condition
  * known at compile time builds its branch; otherwise both branches and
  * a select. Loop and Scan unroll: each iteration builds the body again,
  * its iteration number a compile-time constant. A Loop whose condition
  * comes out of the body at run time is predicated for the rest of its
- * trip count (the carried values stop changing once it is false), as
- * the HLO frontend does with while.
+ * trip count (the carried values stop changing once it is false). A
+ * Loop whose trip count is known only at run time, or that has none and
+ * a condition known only at run time, loops on the device instead (a
+ * WHILE node, as the HLO frontend's while loops do): its body becomes a
+ * graph of its own, built in a scope of its own.
  */
 #include "common.h"
 
@@ -249,6 +252,303 @@ static int stack(struct ctx *c, int *parts, int n, int axis, bool rev)
 	return k;
 }
 
+/* ---- Loop on the device ------------------------------------------------- */
+
+/* A set of names (pointers into the model), grown as needed. */
+struct names {
+	const char **v;
+	size_t n, cap;
+};
+
+static bool names_has(const struct names *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i], name))
+			return true;
+	return false;
+}
+
+static int names_add(struct names *s, const char *name)
+{
+	if (!name || !*name || names_has(s, name))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 32;
+		const char **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = name;
+	return 0;
+}
+
+/*
+ * The names @g and the graphs inside it define (@def) and read (@use):
+ * what it reads and does not define comes from the enclosing scopes.
+ */
+static int scope_names(const Onnx__GraphProto *g, struct names *def,
+		       struct names *use)
+{
+	size_t i, k, a;
+	int ret = 0;
+
+	for (i = 0; i < g->n_input && !ret; i++)
+		ret = names_add(def, g->input[i]->name);
+	for (i = 0; i < g->n_initializer && !ret; i++)
+		ret = names_add(def, g->initializer[i]->name);
+	for (i = 0; i < g->n_node && !ret; i++) {
+		const Onnx__NodeProto *n = g->node[i];
+
+		for (k = 0; k < n->n_output && !ret; k++)
+			ret = names_add(def, n->output[k]);
+		for (k = 0; k < n->n_input && !ret; k++)
+			ret = names_add(use, n->input[k]);
+		for (a = 0; a < n->n_attribute && !ret; a++) {
+			const Onnx__AttributeProto *at = n->attribute[a];
+
+			if (at->g)
+				ret = scope_names(at->g, def, use);
+			for (k = 0; k < at->n_graphs && !ret; k++)
+				ret = scope_names(at->graphs[k], def, use);
+		}
+	}
+	for (i = 0; i < g->n_output && !ret; i++)
+		ret = names_add(use, g->output[i]->name);
+	return ret;
+}
+
+/* A deep copy of a host value, or NULL. */
+static struct cval *cval_dup(const struct cval *cv)
+{
+	return onnx_cval_new(cv->type, cv->rank, cv->dims, cv->data, cv->n);
+}
+
+/*
+ * One of a device loop's graphs, in a scope of its own (@sc): the state
+ * leaves' values @ids (of @c's graph, s32 where @preds says the value is
+ * a pred) become its parameters, the
+ * captured constants @caps host values again. @body: the Loop's body,
+ * its outputs the next state; else the condition, i < M and cond.
+ */
+static int loop_graph(struct ctx *c, const Onnx__GraphProto *g,
+		      const int *ids, const bool *preds, int n, bool has_m,
+		      const struct names *caps, const struct cval **capv,
+		      int ncap_v, bool body, struct vtpu_graph **out)
+{
+	struct ctx sc = {
+		.g = vtpu_graph_new(), .opset = c->opset, .node = -1,
+		.err = c->err, .errlen = c->errlen,
+	};
+	int *par = calloc(n + 1, sizeof(int)), *res = calloc(n + 1, sizeof(int));
+	int i, k, lead = has_m ? 3 : 2, ret = -EINVAL;
+	size_t nv = g->n_input - 2;
+
+	*out = NULL;
+	if (!sc.g || !par || !res) {
+		onnx_fail(c, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct vtpu_shape s = onnx_shape_of(c, ids[i]);
+
+		/* bindings hold no pred: such leaves cross as s32 0 and 1 */
+		par[i] = onnx_chk(&sc, vtpu_g_parameter(sc.g, i, &s, NULL));
+		if (preds && preds[i] && par[i] >= 0)
+			par[i] = onnx_chk(&sc, vtpu_g_compare(sc.g, VTPU_NE, par[i],
+							      onnx_splat(&sc, 0, par[i])));
+	}
+	if (!body) {
+		/* (i < M) and cond, as s32 */
+		int go = onnx_chk(&sc, vtpu_g_compare(sc.g, VTPU_NE, par[lead - 1],
+						      onnx_splat(&sc, 0, par[lead - 1])));
+
+		if (has_m)
+			go = onnx_chk(&sc, vtpu_g_select(sc.g, go,
+				vtpu_g_compare(sc.g, VTPU_LT, par[0], par[1]), go));
+		res[0] = onnx_chk(&sc, vtpu_g_convert(sc.g, go, VTPU_S32));
+		if (!sc.failed && vtpu_g_outputs(sc.g, 1, res) >= 0)
+			ret = 0;
+		goto out;
+	}
+	/* the body's inputs: i, cond (pred), the carried values */
+	if (onnx_define(&sc, g->input[0]->name, par[0], NULL) ||
+	    onnx_define(&sc, g->input[1]->name,
+			onnx_chk(&sc, vtpu_g_compare(sc.g, VTPU_NE, par[lead - 1],
+						     onnx_splat(&sc, 0, par[lead - 1]))),
+			NULL))
+		goto out;
+	for (i = 0; (size_t)i < nv; i++)
+		if (onnx_define(&sc, g->input[2 + i]->name, par[lead + i], NULL))
+			goto out;
+	for (k = 0, i = lead + (int)nv; (size_t)k < caps->n; k++) {
+		struct cval *cv = k < ncap_v && capv[k] ? cval_dup(capv[k]) : NULL;
+
+		if (k < ncap_v && capv[k]) {
+			if (!cv || onnx_define(&sc, caps->v[k], -1, cv)) {
+				onnx_cval_free(cv);
+				onnx_fail(c, "out of memory");
+				goto out;
+			}
+		} else if (onnx_define(&sc, caps->v[k], par[i++], NULL)) {
+			goto out;
+		}
+	}
+	if (build_body(&sc, g))
+		goto out;
+	/* the next state: i + 1, M, cond, the carried values, the captures */
+	res[0] = onnx_chk(&sc, vtpu_g_binary(sc.g, VTPU_ADD, par[0],
+					     onnx_splat(&sc, 1, par[0])));
+	if (has_m)
+		res[1] = par[1];
+	res[lead - 1] = pred_of(&sc, g->output[0]->name);
+	if (res[lead - 1] >= 0)
+		res[lead - 1] = onnx_chk(&sc, vtpu_g_convert(sc.g, res[lead - 1],
+							     VTPU_S32));
+	for (i = 0; (size_t)i < nv; i++) {
+		res[lead + i] = onnx_value(&sc, g->output[1 + i]->name);
+		if (res[lead + i] >= 0 &&
+		    onnx_shape_of(&sc, res[lead + i]).type != onnx_shape_of(c, ids[lead + i]).type)
+			res[lead + i] = onnx_chk(&sc, vtpu_g_convert(sc.g, res[lead + i],
+					onnx_shape_of(c, ids[lead + i]).type));
+	}
+	for (i = lead + (int)nv; i < n; i++)
+		res[i] = par[i];
+	for (i = 0; i < n; i++)
+		if (preds && preds[i] && res[i] >= 0)
+			res[i] = onnx_chk(&sc, vtpu_g_convert(sc.g, res[i], VTPU_S32));
+	if (!sc.failed && vtpu_g_outputs(sc.g, n, res) >= 0)
+		ret = 0;
+out:
+	if (sc.failed)
+		c->failed = true;
+	onnx_values_free(&sc);
+	free(par);
+	free(res);
+	if (ret) {
+		if (!c->failed)
+			onnx_fail(c, "the Loop's body: %s", sc.g && vtpu_graph_error(sc.g) ?
+				  vtpu_graph_error(sc.g) : "out of memory");
+		vtpu_graph_free(sc.g);
+		return -EINVAL;
+	}
+	*out = sc.g;
+	return 0;
+}
+
+/*
+ * Loop(M, cond, v...) whose trip count or condition is known only at run
+ * time, without scan outputs: a loop on the device (a WHILE node). Its
+ * state is the iteration number, M (when given), cond, the carried
+ * values, and whatever the body reads from enclosing scopes that is not
+ * a constant (constants are rebuilt inside: shapes and axes stay known).
+ */
+static int device_loop(struct ctx *c, node_t *n, const Onnx__GraphProto *g)
+{
+	struct names def = { 0 }, use = { 0 }, caps = { 0 };
+	const struct cval **capv = NULL;
+	struct vtpu_graph *cg = NULL, *bg = NULL;
+	size_t nv = n->n_input - 2, i;
+	bool has_m = onnx_has_in(n, 0);
+	int lead = has_m ? 3 : 2, *ids = NULL, *outs = NULL, nids = 0, ret = -EINVAL;
+	struct vtpu_shape one = { .type = VTPU_S32 };
+	bool *preds = NULL;
+
+	if (scope_names(g, &def, &use))
+		goto oom;
+	for (i = 0; i < use.n; i++)
+		if (!names_has(&def, use.v[i]) && names_add(&caps, use.v[i]))
+			goto oom;
+	capv = calloc(caps.n + 1, sizeof(*capv));
+	ids = calloc(lead + nv + caps.n + 1, sizeof(int));
+	outs = calloc(lead + nv + caps.n + 1, sizeof(int));
+	if (!capv || !ids || !outs)
+		goto oom;
+	ids[nids++] = onnx_chk(c, vtpu_g_constant(c->g, &one, &(int32_t){ 0 }));
+	if (has_m)
+		ids[nids++] = onnx_value(c, n->input[0]);
+	if (onnx_has_in(n, 1)) {
+		int p = pred_of(c, n->input[1]);
+
+		ids[nids++] = p < 0 ? p : onnx_chk(c, vtpu_g_convert(c->g, p, VTPU_S32));
+	} else {
+		ids[nids++] = onnx_chk(c, vtpu_g_constant(c->g, &one, &(int32_t){ 1 }));
+	}
+	for (i = 0; i < nv; i++) {
+		struct val *v = onnx_lookup(c, n->input[2 + i]);
+
+		if (v && v->s) {
+			onnx_fail(c, "unsupported: a sequence carried by a Loop on the device");
+			goto out;
+		}
+		ids[nids++] = onnx_value(c, n->input[2 + i]);
+	}
+	for (i = 0; i < caps.n; i++) {
+		struct val *v = onnx_lookup(c, caps.v[i]);
+
+		if (!v) {
+			onnx_fail(c, "'%s' is not defined", caps.v[i]);
+			goto out;
+		}
+		if (v->s) {
+			onnx_fail(c, "unsupported: a Loop on the device reading sequence '%s'",
+				  caps.v[i]);
+			goto out;
+		}
+		if (v->c)
+			capv[i] = v->c;
+		else
+			ids[nids++] = onnx_value(c, caps.v[i]);
+	}
+	preds = calloc(nids + 1, sizeof(*preds));
+	if (!preds)
+		goto oom;
+	for (i = 0; i < (size_t)nids; i++) {
+		if (ids[i] < 0)
+			goto out;
+		preds[i] = onnx_shape_of(c, ids[i]).type == VTPU_PRED;
+		if (preds[i])
+			ids[i] = onnx_chk(c, vtpu_g_convert(c->g, ids[i], VTPU_S32));
+	}
+	if (loop_graph(c, g, ids, preds, nids, has_m, &caps, capv, (int)caps.n,
+		       false, &cg) ||
+	    loop_graph(c, g, ids, preds, nids, has_m, &caps, capv, (int)caps.n,
+		       true, &bg))
+		goto out;
+	ret = ir_while(&c->g->ir, nids, ids, cg, bg, outs);
+	cg = bg = NULL;
+	if (ret < 0) {
+		onnx_chk(c, ret);
+		goto out;
+	}
+	for (i = 0; i < nv; i++) {
+		int o = outs[lead + i];
+
+		if (preds[lead + i])
+			o = onnx_chk(c, vtpu_g_compare(c->g, VTPU_NE, o,
+						       onnx_splat(c, 0, o)));
+		if (onnx_out(c, n, i, o) < 0)
+			goto out;
+	}
+	ret = 0;
+	goto out;
+oom:
+	onnx_fail(c, "out of memory");
+out:
+	vtpu_graph_free(cg);
+	vtpu_graph_free(bg);
+	free(def.v);
+	free(use.v);
+	free(caps.v);
+	free(capv);
+	free(preds);
+	free(ids);
+	free(outs);
+	return c->failed ? -EINVAL : ret;
+}
+
 /*
  * Loop(M, cond, v...): body(i, cond, v...) -> (cond, v..., scan...).
  * Each scan output is its per-iteration values stacked along axis 0.
@@ -278,8 +578,11 @@ int onnx_op_loop(struct ctx *c, node_t *n, const struct opdef *d)
 
 		if (get_val(c, n->input[0], &v))
 			return -EINVAL;
-		if (!v.c && !v.b)
-			return onnx_fail(c, "unsupported: a trip count known only at run time");
+		if (!v.c && !v.b) {
+			if (ns)
+				return onnx_fail(c, "unsupported: scan outputs of a Loop whose trip count is known only at run time");
+			return device_loop(c, n, g);
+		}
 		if (onnx_in_ints(c, n, 0, &mm, 1, "trip count") != 1)
 			return -EINVAL;
 		m = mm < 0 ? 0 : mm;
@@ -294,8 +597,11 @@ int onnx_op_loop(struct ctx *c, node_t *n, const struct opdef *d)
 		if (!known && (running = pred_of(c, n->input[1])) < 0)
 			return -EINVAL;
 	}
-	if (!onnx_has_in(n, 0) && !known)
-		return onnx_fail(c, "unsupported: a Loop without a trip count whose condition is known only at run time");
+	if (!onnx_has_in(n, 0) && !known) {
+		if (ns)
+			return onnx_fail(c, "unsupported: scan outputs of a Loop without a trip count whose condition is known only at run time");
+		return device_loop(c, n, g);
+	}
 	state = calloc(nv + 1, sizeof(*state));
 	scan = calloc(ns + 1, sizeof(*scan));
 	if (!state || !scan)

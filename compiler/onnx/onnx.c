@@ -560,6 +560,24 @@ static int check_bindings(struct ctx *c, const Onnx__GraphProto *gp)
 	return 0;
 }
 
+void onnx_values_free(struct ctx *c)
+{
+	for (int i = 0; i < c->nv; i++) {
+		bool dup = false;
+
+		/* Aliases (Identity) share a host copy: free it once. */
+		for (int j = 0; j < i && !dup; j++)
+			dup = c->v[j].c == c->v[i].c;
+		if (!dup)
+			onnx_cval_free(c->v[i].c);
+		onnx_cval_free(c->v[i].b);
+		free(c->v[i].s);
+	}
+	free(c->v);
+	c->v = NULL;
+	c->nv = c->cap = 0;
+}
+
 int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		    char *err, size_t errlen)
 {
@@ -599,18 +617,7 @@ int vtpu_onnx_parse_bound(const void *data, size_t len,
 		return -ENOMEM;
 	}
 	ret = build_model(&c, m);
-	for (int i = 0; i < c.nv; i++) {
-		bool dup = false;
-
-		/* Aliases (Identity) share a host copy: free it once. */
-		for (int j = 0; j < i && !dup; j++)
-			dup = c.v[j].c == c.v[i].c;
-		if (!dup)
-			onnx_cval_free(c.v[i].c);
-		onnx_cval_free(c.v[i].b);
-		free(c.v[i].s);
-	}
-	free(c.v);
+	onnx_values_free(&c);
 	onnx__model_proto__free_unpacked(m, NULL);
 	if (ret) {
 		vtpu_graph_free(c.g);

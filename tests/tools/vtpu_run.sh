@@ -64,6 +64,49 @@ np.save("y23.npy", 2 * np.arange(6, dtype=np.float32).reshape(2, 3))
 np.save("x53.npy", np.arange(15, dtype=np.float32).reshape(5, 3))
 np.save("y53.npy", 2 * np.arange(15, dtype=np.float32).reshape(5, 3))
 np.save("x32.npy", np.arange(6, dtype=np.float32).reshape(3, 2))
+
+# Loop(M, cond, acc) with M and cond graph inputs: it loops on the
+# device. The body reads an initializer (a constant) and a graph input
+# (a run-time value) of the enclosing graph, and computes its own cond.
+T = TensorProto
+body = helper.make_graph(
+    [helper.make_node("Cast", ["i"], ["fi"], to=T.FLOAT),
+     helper.make_node("Mul", ["acc", "scale"], ["m"]),
+     helper.make_node("Add", ["m", "x"], ["m2"]),
+     helper.make_node("Add", ["m2", "fi"], ["acc2"]),
+     helper.make_node("ReduceSum", ["acc2"], ["s"], keepdims=0),
+     helper.make_node("Less", ["s", "limit"], ["cond2"])], "body",
+    [helper.make_tensor_value_info("i", T.INT64, []),
+     helper.make_tensor_value_info("cond", T.BOOL, []),
+     helper.make_tensor_value_info("acc", T.FLOAT, [4])],
+    [helper.make_tensor_value_info("cond2", T.BOOL, []),
+     helper.make_tensor_value_info("acc2", T.FLOAT, [4])])
+scale = np.array([1.5, 1.25, 1.0, 0.5], np.float32)
+g = helper.make_graph(
+    [helper.make_node("Loop", ["M", "c0", "a0"], ["af"], body=body)], "g",
+    [helper.make_tensor_value_info("M", T.INT64, []),
+     helper.make_tensor_value_info("c0", T.BOOL, []),
+     helper.make_tensor_value_info("a0", T.FLOAT, [4]),
+     helper.make_tensor_value_info("x", T.FLOAT, [4])],
+    [helper.make_tensor_value_info("af", T.FLOAT, [4])],
+    [numpy_helper.from_array(scale, "scale"),
+     numpy_helper.from_array(np.array(1e4, np.float32), "limit")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+open("loop.onnx", "wb").write(m.SerializeToString())
+a0 = np.array([0.1, 0.2, -0.3, 0.4], np.float32)
+xv = np.array([0.5, -0.25, 1.0, 2.0], np.float32)
+np.save("la.npy", a0)
+np.save("lx.npy", xv)
+# (M, cond): 19 passes until the sum passes 1e4; 3 passes; none; none
+for k, (trips, c0) in enumerate([(1000, True), (3, True), (0, True), (50, False)]):
+    acc, i, go = a0.astype(np.float64), 0, c0
+    while i < trips and go:
+        acc = acc * scale + xv + i
+        go = acc.astype(np.float32).sum() < 1e4
+        i += 1
+    np.save("lm%d.npy" % k, np.array(trips, np.int64))
+    np.save("lc%d.npy" % k, np.array(c0))
+    np.save("lw%d.npy" % k, acc.astype(np.float32))
 EOF
 then
 	echo "not ok 1 - make the test models and tensors (numpy, onnx)"
@@ -160,6 +203,11 @@ t 1 "ONNX static dim contradicted: refused" -i x32.npy sym.onnx &&
 	has err 'dimension 1 is 3, bound to 2' "ONNX static dim contradicted: says which"
 t 0 "ONNX without .onnx: sniffed" -q -i x23.npy -e y23.npy sym.model &&
 	has out 'vs y23.npy: .*: match' "ONNX without .onnx: runs as ONNX"
+for k in 0 1 2 3; do
+	t 0 "ONNX Loop with M and cond at run time ($k): runs on the device" \
+		-q -i lm$k.npy -i lc$k.npy -i la.npy -i lx.npy -e lw$k.npy loop.onnx &&
+		has out "vs lw$k.npy: .*: match" "ONNX Loop with M and cond at run time ($k): right values"
+done
 
 # ---- 6: --version, warm-up, percentiles, device, --json ----------------
 major=$(sed -n 's/^#define VTPU_VERSION_MAJOR[[:space:]]*//p' "$top/runtime/include/vtpu.h")

@@ -514,7 +514,11 @@ TEST(if_with_a_condition_known_or_not)
 	vtpu_graph_free(g);
 }
 
-/* Loop: the trip count must be known; Scan unrolls over its sequence. */
+/*
+ * Loop: a known trip count unrolls (a trip count known only at run time
+ * loops on the device, but not with scan outputs, whose shape it would
+ * decide); Scan unrolls over its sequence.
+ */
 TEST(loop_and_scan_unroll)
 {
 	static const int64_t m = 5, yes = 1;
@@ -533,7 +537,7 @@ TEST(loop_and_scan_unroll)
 	EXPECT_STREQ("5x1", out_dims(g, 1, buf, sizeof(buf)));
 	vtpu_graph_free(g);
 	ASSERT_MODEL_ERROR("node/test_loop11",
-			   "a trip count known only at run time");
+			   "scan outputs of a Loop whose trip count is known only at run time");
 	ASSERT_EQ(0, parse_bound("node/test_scan9_sum", NULL, 0, &g, err, sizeof(err)))
 		TH_LOG("%s", err);
 	EXPECT_STREQ("3x2", out_dims(g, 1, buf, sizeof(buf)));

@@ -4840,6 +4840,29 @@ static int build_value(struct parser *p, struct inst *in)
 }
 
 /* Builds one instruction into in->v. */
+/* The leaves of @v that @sh says are f16, rounded to f16. */
+static int round_f16_leaves(struct parser *p, const struct inst *in,
+			    struct hval *v, const struct hshape *sh)
+{
+	int i, id;
+
+	if (sh->tuple) {
+		if (v->n != sh->n)
+			return 0;	/* check_shape() says what is wrong */
+		for (i = 0; i < v->n; i++)
+			if (round_f16_leaves(p, in, &v->e[i], &sh->elem[i]))
+				return p->ret;
+		return 0;
+	}
+	if (v->n >= 0 || hlo_types[sh->htype].kind != HT_F16)
+		return 0;
+	id = compose_round_f16(p->g, v->id);
+	if (id < 0)
+		return builder_error(p, in, id);
+	*v = array_val(id);
+	return 0;
+}
+
 /* What a computation applied elementwise may hold: scalar functions. */
 static bool map_ok(const struct inst *in)
 {
@@ -4936,6 +4959,11 @@ static int build_inst(struct parser *p, struct inst *in)
 	}
 	if (ret || p->ret)
 		return p->ret ? p->ret : ret;
+	/* reductions' f16 results too (their sums run in f32) */
+	if ((in->op->kind == OK_REDUCE || in->op->kind == OK_RWINDOW ||
+	     in->op->kind == OK_BN_TRAIN) &&
+	    round_f16_leaves(p, in, &in->v, &in->shape))
+		return p->ret;
 	return check_shape(p, in);
 }
 

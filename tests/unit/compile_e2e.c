@@ -994,6 +994,28 @@ TEST(f16_results_round_to_f16)
 	free(outs[0]);
 	vtpu_program_free(prog);
 	vtpu_graph_free(g);
+
+	/* a reduction's f16 result too: 1024 + 0.25 sums to 1024 */
+	{
+		static const char sum[] =
+			"HloModule m\n"
+			"add { a = f16[] parameter(0)\n b = f16[] parameter(1)\n"
+			"  ROOT s = f16[] add(a, b) }\n"
+			"ENTRY e {\n  p = f16[2] parameter(0)\n"
+			"  ROOT r = f16[] reduce(p, f16[] constant(0)), dimensions={0}, to_apply=add\n}\n";
+
+		x[1] = 0.25;
+		outs[0] = NULL;
+		ASSERT_EQ(0, vtpu_hlo_parse(sum, strlen(sum), &g, err, sizeof(err)))
+			TH_LOG("%s", err);
+		ASSERT_EQ(0, vtpu_compile(g, &dev_big, NULL, &prog, err, sizeof(err)))
+			TH_LOG("%s", err);
+		ASSERT_EQ(0, run_program(prog, &dev_big, params, outs));
+		EXPECT_EQ(1024.0f, ((float *)outs[0])[0]);
+		free(outs[0]);
+		vtpu_program_free(prog);
+		vtpu_graph_free(g);
+	}
 }
 
 TEST(planner_peak_within_ten_percent_of_lower_bound)

@@ -288,7 +288,8 @@ enum { L_NOT, L_AND, L_OR, L_XOR };
 	X("erf",                OK_MATH,      M_ERF,        1) \
 	X("is-finite",          OK_MATH,      M_ISFINITE,   1) \
 	X("cbrt",               OK_MATH,      M_CBRT,       1) \
-	X("remainder",          OK_MATH,      M_REM,        2)
+	X("remainder",          OK_MATH,      M_REM,        2) \
+	X("atan2",              OK_MATH,      M_ATAN2,      2)
 
 struct hlo_op {
 	const char *text;
@@ -307,7 +308,7 @@ static const struct hlo_op hlo_ops[] = {
 static const char *const unsupported_ops[] = {
 	"add-dependency", "after-all", "all-gather-done", "all-gather-start",
 	"all-reduce-done", "all-reduce-start", "async-done", "async-start",
-	"async-update", "atan2", "batch-norm-grad", "bitcast-convert",
+	"async-update", "batch-norm-grad", "bitcast-convert",
 	"cholesky", "collective-broadcast", "collective-permute-done",
 	"collective-permute-start", "complex", "copy-done", "copy-start",
 	"count-leading-zeros", "domain", "dynamic-reshape", "fft",
@@ -3914,10 +3915,59 @@ static int build_convert(struct parser *p, struct inst *in)
 	return x;
 }
 
+/* Whether @x is negative, -0 and -inf included (1/x is -inf at -0). */
+static int negative(struct parser *p, int x)
+{
+	return p_or(p, vtpu_g_compare(p->g, VTPU_LT, x, splat(p, 0, x)),
+		    vtpu_g_compare(p->g, VTPU_LT,
+				   bin(p, VTPU_DIV, splat(p, 1, x), x),
+				   splat(p, 0, x)));
+}
+
 /*
- * sin, cos, tan, the roundings, sign, expm1, log1p, erf, cbrt, is-finite
- * and the remainder, from compose.c and the device's functions; bf16 in
- * f32 and back, integers where they are the identity.
+ * atan2(y, x): atan of the smaller magnitude over the larger, in [0, 1]
+ * (Cephes' atanf: one range reduction at tan(pi/8), then a degree-4
+ * polynomial in z^2; ~2 ulp), moved to its octant and quadrant. Zeros,
+ * infinities and NaN as C's atan2: atan2(+-0, -0) = +-pi, both
+ * infinite an odd multiple of pi/4, NaN in, NaN out.
+ */
+static int atan2_of(struct parser *p, int y, int x)
+{
+	static const double c[] = { 8.05374449538e-2, -1.38776856032e-1,
+				    1.99777106478e-1, -3.33329491539e-1 };
+	int ax = vtpu_g_unary(p->g, VTPU_ABS, x);
+	int ay = vtpu_g_unary(p->g, VTPU_ABS, y);
+	int mx = bin(p, VTPU_MAX, ax, ay), mn = bin(p, VTPU_MIN, ax, ay);
+	int t = bin(p, VTPU_DIV, mn, mx), big, u, z, r;
+	unsigned int i;
+
+	t = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_EQ, mx, splat(p, 0, x)),
+			  splat(p, 0, x), t);
+	t = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_EQ, mn,
+					       splat(p, INFINITY, x)),
+			  splat(p, 1, x), t);
+	big = vtpu_g_compare(p->g, VTPU_GT, t, splat(p, 0.4142135623730950, x));
+	u = vtpu_g_select(p->g, big,
+			  bin(p, VTPU_DIV, bin(p, VTPU_SUB, t, splat(p, 1, x)),
+			      bin(p, VTPU_ADD, t, splat(p, 1, x))), t);
+	z = bin(p, VTPU_MUL, u, u);
+	r = splat(p, c[0], x);
+	for (i = 1; i < sizeof(c) / sizeof(c[0]); i++)
+		r = bin(p, VTPU_ADD, bin(p, VTPU_MUL, r, z), splat(p, c[i], x));
+	r = bin(p, VTPU_ADD, bin(p, VTPU_MUL, bin(p, VTPU_MUL, r, z), u), u);
+	r = vtpu_g_select(p->g, big, bin(p, VTPU_ADD, r, splat(p, M_PI / 4, x)), r);
+	r = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_GT, ay, ax),
+			  bin(p, VTPU_SUB, splat(p, M_PI / 2, x), r), r);
+	r = vtpu_g_select(p->g, negative(p, x),
+			  bin(p, VTPU_SUB, splat(p, M_PI, x), r), r);
+	return vtpu_g_select(p->g, negative(p, y),
+			     bin(p, VTPU_SUB, splat(p, 0, x), r), r);
+}
+
+/*
+ * sin, cos, tan, atan2, the roundings, sign, expm1, log1p, erf, cbrt,
+ * is-finite and the remainder, from compose.c and the device's
+ * functions; bf16 in f32 and back, integers where they are the identity.
  */
 static int build_math(struct parser *p, struct inst *in)
 {
@@ -3999,6 +4049,9 @@ static int build_math(struct parser *p, struct inst *in)
 		y = bin(p, VTPU_POW, vtpu_g_unary(p->g, VTPU_ABS, x),
 			splat(p, 1.0 / 3, x));
 		y = bin(p, VTPU_MUL, compose_sign(p->g, x), y);
+		break;
+	case M_ATAN2:
+		y = atan2_of(p, x, to_type(p, v[1], VTPU_F32));
 		break;
 	default:	/* M_REM */
 		y = compose_mod(p->g, x, to_type(p, v[1], VTPU_F32), false);

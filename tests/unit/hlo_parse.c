@@ -1387,6 +1387,27 @@ TEST(select_and_scatter_routes_to_the_first_maximum)
 	ASSERT_VALUES(out, n, 0, 1, 0, 0, 0, 0, 0, 2, 3, 0, 4, 0, 0, 0, 0, 0);
 }
 
+/* atan2 in every quadrant, on the axes, at signed zeros and infinities */
+TEST(atan2_as_c_defines_it)
+{
+	static const float y[10] = { 1, 1, -1, 0, -0.0f, 2, 0, INFINITY, 1, 3 };
+	static const float x[10] = { 1, -1, -1, -1, -1, 0, 0, INFINITY,
+				     INFINITY, -4 };
+	double out[16];
+	int n, i;
+
+	n = eval_hlo(_metadata, "HloModule m\nENTRY e {\n"
+		     "  y = f32[10] parameter(0)\n  x = f32[10] parameter(1)\n"
+		     "  ROOT a = f32[10] atan2(y, x)\n}\n",
+		     (const void *[]){ y, x }, 0, out, 16);
+	ASSERT_EQ(10, n);
+	for (i = 0; i < 10; i++)
+		EXPECT_LE(fabs(out[i] - atan2(y[i], x[i])), 1e-6)
+			TH_LOG("atan2(%g, %g): %.9g, want %.9g", y[i], x[i],
+			       out[i], atan2(y[i], x[i]));
+	EXPECT_TRUE(signbit(out[4]));	/* atan2(-0, -1) = -pi */
+}
+
 /* TopK, as XLA's TopkRewriter leaves it: the k greatest and their indices */
 TEST(topk_custom_call)
 {

@@ -4549,19 +4549,16 @@ static int loop_graph(struct parser *p, const struct inst *in,
 	p->g = g;
 	for (i = 0; i < n; i++) {
 		struct vtpu_shape s;
+		bool pred;
 
 		vtpu_graph_shape(outer, ids[i], &s);
-		if (s.type == VTPU_PRED)
+		pred = s.type == VTPU_PRED;
+		if (pred)
 			s.type = VTPU_S32;
 		pid[i] = vtpu_g_parameter(g, i, &s, NULL);
-		{
-			struct vtpu_shape o;
-
-			vtpu_graph_shape(outer, ids[i], &o);
-			if (o.type == VTPU_PRED)
-				pid[i] = vtpu_g_compare(g, VTPU_NE, pid[i],
-							splat(p, 0, pid[i]));
-		}
+		if (pred)
+			pid[i] = vtpu_g_compare(g, VTPU_NE, pid[i],
+						splat(p, 0, pid[i]));
 	}
 	if (relabel(p, state, pid, &k, &args) ||
 	    build_comp(p, c, 1, &args, in->op_tok, &res))

@@ -561,19 +561,14 @@ static int vtpu_check_operands(struct vtpu_prog_check *c,
 			return ret;
 	}
 
+	if (vtpu_op_is_scalar(in->op))
+		return vtpu_check_scalar(c, in);
 	switch (in->op) {
 	case VTPU_OP_END:
 	case VTPU_OP_TRACE:
 	case VTPU_OP_LANE:
 	case VTPU_OP_BARRIER:
 		return 0;
-	case VTPU_OP_SLOAD:
-	case VTPU_OP_SSET:
-	case VTPU_OP_SADD:
-	case VTPU_OP_BRZ:
-	case VTPU_OP_BRNZ:
-	case VTPU_OP_JUMP:
-		return vtpu_check_scalar(c, in);
 	case VTPU_OP_MATMUL:
 		return vtpu_check_matmul(c, in);
 	case VTPU_OP_REDUCE:

@@ -74,10 +74,24 @@ static void compile_event(struct vtpu_client *c, const struct vtpu_program *p,
 	rt_profile_event(c, &ev);
 }
 
+/* Whether the program branches: loops on the device (ISA version 4). */
+static bool program_loops(const struct vtpu_program *p)
+{
+	const struct vtpu_prog_header *h = p->binary;
+	const struct vtpu_insn *code = (const void *)((const char *)h +
+						     h->header_size);
+	uint32_t i;
+
+	for (i = 0; i < h->insn_count; i++)
+		if (code[i].op == VTPU_OP_BRZ || code[i].op == VTPU_OP_BRNZ ||
+		    code[i].op == VTPU_OP_JUMP)
+			return true;
+	return false;
+}
+
 /*
  * The op names of the program's metadata section (TRACE id N names the
- * Nth string), indexed once so that profiles name each op's span; and
- * whether its code branches.
+ * Nth string), indexed once so that profiles name each op's span.
  */
 static int index_op_names(struct vtpu_client *c, struct vtpu_executable *e)
 {
@@ -85,14 +99,6 @@ static int index_op_names(struct vtpu_client *c, struct vtpu_executable *e)
 	const char *meta, *end, *s;
 	uint32_t n = 0;
 
-	const struct vtpu_insn *code = (const void *)((const char *)h +
-						     h->header_size);
-	uint32_t i;
-
-	for (i = 0; i < h->insn_count && !e->loops; i++)
-		e->loops = code[i].op == VTPU_OP_BRZ ||
-			   code[i].op == VTPU_OP_BRNZ ||
-			   code[i].op == VTPU_OP_JUMP;
 	meta = (const char *)h + h->header_size + h->code_size + h->const_size;
 	end = meta + h->meta_size;
 	for (s = meta; s < end; s++)
@@ -138,6 +144,7 @@ int vtpu_executable_compile(struct vtpu_client *c,
 	}
 	vtpu_cache_stats(c->cache, &after);
 	e->client = c;
+	e->loops = program_loops(e->prog);
 	pthread_mutex_init(&e->lock, NULL);
 	rt_obj_add(c, &e->obj, RT_KIND_EXECUTABLE);
 	ret = fill_shapes(c, e);

@@ -262,11 +262,11 @@ static inline float vtpu_minf(float x, float y)
 #define VTPU_SQRT1_2	0.7071067811865476
 
 /*
- * e^x for |x| <= 700: x = n ln2 + r with |r| <= ln2 / 2, and e^r from its
- * Taylor polynomial of degree 13 (truncation error < 1e-17). n is x log2 e
- * rounded to nearest (even) by adding and subtracting 1.5 * 2^52, whose
- * sum also holds n in its low bits: no float-to-integer conversion, so
- * the vector version (vtpu_vexp()) does exactly these operations.
+ * e^x for |x| <= 700, POW's: x = n ln2 + r with |r| <= ln2 / 2, and e^r
+ * from its Taylor polynomial of degree 13 (truncation error < 1e-17). n
+ * is x log2 e rounded to nearest (even) by adding and subtracting
+ * 1.5 * 2^52, whose sum also holds n in its low bits (vtpu_vlog() makes
+ * a double of an integer the other way round).
  */
 #define VTPU_ROUND_MAGIC	6755399441055744.0
 #define VTPU_ROUND_BITS		0x4338000000000000ll
@@ -323,49 +323,18 @@ static double vtpu_log(double x)
 	return e * VTPU_LN2_HI + (e * VTPU_LN2_LO + (f - s * (f - r)));
 }
 
-/*
- * erfcx(t) = e^(t^2) erfc(t) for t >= 0, from two Chebyshev expansions
- * fitted for this file (relative error < 2e-14): erfcx itself on [0, 2],
- * and t erfcx(t) as a function of 2/t beyond.
- */
-static const double vtpu_erfcx_near[] = {
-	0.5213608704996062, -0.3447707454725235,
-	0.0997597792682009, -0.026063665256478696,
-	0.0062684634943188985, -0.0014061223858868655,
-	0.0002969855724656023, -0.00005948555390072885,
-	0.000011362960761052144, -0.0000020794078630204103,
-	0.0000003659082120188728, -0.00000006210726100075448,
-	0.00000001019531631341053, -0.0000000016223227983225285,
-	0.0000000002507344554203428, -0.000000000037702824196017557,
-	0.000000000005524830593017782, -0.0000000000007901929111042705,
-	0.00000000000011060319327071966, -0.000000000000014703516182379417,
-};
-
-static const double vtpu_erfcx_far[] = {
-	0.5427416308736758, -0.027456541627010323,
-	-0.005256099448394009, 0.000773939632501158,
-	0.000002609208681383485, -0.0000166011924116004,
-	0.0000024179794697832297, 0.00000007310761660962509,
-	-0.00000009093948854189155, 0.000000015307872940000477,
-	0.00000000026706434140179094, -0.0000000006890189646905529,
-	0.00000000014963092753143762, -0.000000000004725699363991441,
-	-0.000000000006096290139367966, 0.0000000000018584081641991264,
-	-0.00000000000018439635783208455, -0.000000000000050975305847756365,
-	0.00000000000002556653719141734,
-};
-
 static float vtpu_rsqrtf(float x)
 {
 	return (float)(1 / __builtin_sqrt((double)x));
 }
 
 /*
- * EXP, LOG, TANH, SIGMOID and GELU run on vectors of VTPU_DW doubles. Each
- * lane does the IEEE operations written here, in this order, whatever
- * the vector width, and every element of a row goes through the vector
- * code, its tail padded: results do not depend on the build (the unit
- * tests compare the builds bit for bit). Special inputs are settled per
- * lane after the vector work, which they enter replaced by 0 or 1.
+ * LOG runs on vectors of VTPU_DW doubles. Each lane does the IEEE
+ * operations written here, in this order, whatever the vector width,
+ * and every element of a row goes through the vector code, its tail
+ * padded: results do not depend on the build (the unit tests compare
+ * the builds bit for bit). Special inputs are settled per lane after
+ * the vector work, which they enter replaced by 1.
  */
 #define VTPU_DW			(VTPU_VW / 2)
 #define VTPU_VD double __attribute__((vector_size(VTPU_DW * 8)))
@@ -382,21 +351,6 @@ static __always_inline VTPU_VD vtpu_vload_d(const double *p)
 
 	memcpy(&v, p, sizeof(v));
 	return v;
-}
-
-/* vtpu_exp(), lane by lane. */
-static __always_inline VTPU_VD vtpu_vexp(VTPU_VD x)
-{
-	VTPU_VD s = x * VTPU_LOG2E + VTPU_ROUND_MAGIC;
-	VTPU_VD n = s - VTPU_ROUND_MAGIC, r, p;
-	VTPU_VL e = (VTPU_VL)s - VTPU_ROUND_BITS;
-	u32 i;
-
-	r = (x - n * VTPU_LN2_HI) - n * VTPU_LN2_LO;
-	p = (VTPU_VD){} + vtpu_exp_poly[0];
-	for (i = 1; i < ARRAY_SIZE(vtpu_exp_poly); i++)
-		p = p * r + vtpu_exp_poly[i];
-	return p * (VTPU_VD)((e + 1023) << 52);
 }
 
 /*
@@ -426,66 +380,6 @@ static __always_inline VTPU_VD vtpu_vlog(VTPU_VD x)
 	return ed * VTPU_LN2_HI + (ed * VTPU_LN2_LO + (f - s * (f - r)));
 }
 
-/* Clenshaw's recurrence for sum c[i] T_i(x), |x| <= 1. */
-static __always_inline VTPU_VD vtpu_vchebyshev(const double *c, u32 n,
-					       VTPU_VD x)
-{
-	VTPU_VD b1 = {}, b2 = {}, t;
-	u32 i;
-
-	for (i = n - 1; i > 0; i--) {
-		t = 2.0 * x * b1 - b2 + c[i];
-		b2 = b1;
-		b1 = t;
-	}
-	return x * b1 - b2 + c[0];
-}
-
-/* erfcx(t), t >= 0; a series only some lanes need is skipped if none do. */
-static __always_inline VTPU_VD vtpu_verfcx(VTPU_VD t)
-{
-	VTPU_VL near = t <= 2.0;
-	bool any_near = false, any_far = false;
-	VTPU_VD a, b;
-	u32 l;
-
-	for (l = 0; l < VTPU_DW; l++) {
-		any_near |= near[l] != 0;
-		any_far |= near[l] == 0;
-	}
-	if (!any_far)
-		return vtpu_vchebyshev(vtpu_erfcx_near,
-				       ARRAY_SIZE(vtpu_erfcx_near), t - 1.0);
-	b = vtpu_vchebyshev(vtpu_erfcx_far, ARRAY_SIZE(vtpu_erfcx_far),
-			    4.0 / t - 1.0) / t;
-	if (!any_near)
-		return b;
-	a = vtpu_vchebyshev(vtpu_erfcx_near, ARRAY_SIZE(vtpu_erfcx_near),
-			    t - 1.0);
-	return vtpu_vsel(near, a, b);
-}
-
-static __always_inline void vtpu_vexpf(float *y, const float *x)
-{
-	double in[VTPU_DW];
-	VTPU_VD v;
-	u32 l;
-
-	for (l = 0; l < VTPU_DW; l++)
-		in[l] = x[l] >= -104 && x[l] <= 89 ? x[l] : 0;
-	v = vtpu_vexp(vtpu_vload_d(in));
-	for (l = 0; l < VTPU_DW; l++) {
-		if (x[l] != x[l])
-			y[l] = x[l] + x[l];
-		else if (x[l] > 89)
-			y[l] = vtpu_bitsf(VTPU_F32_INF);
-		else if (x[l] < -104)
-			y[l] = 0;
-		else
-			y[l] = vtpu_narrow(v[l]);
-	}
-}
-
 static __always_inline void vtpu_vlogf(float *y, const float *x)
 {
 	double in[VTPU_DW];
@@ -509,117 +403,22 @@ static __always_inline void vtpu_vlogf(float *y, const float *x)
 	}
 }
 
-/* tanh |x| = 1 - 2 / (e^2|x| + 1), odd; its Taylor series near 0. */
-static __always_inline void vtpu_vtanhf(float *y, const float *x)
-{
-	double in[VTPU_DW], a, r;
-	VTPU_VD v;
-	u32 l;
-
-	for (l = 0; l < VTPU_DW; l++) {
-		a = vtpu_absf(x[l]);
-		in[l] = a >= 0.000244140625 && a <= 10 ? 2 * a : 0;
-	}
-	v = 1.0 - 2.0 / (vtpu_vexp(vtpu_vload_d(in)) + 1.0);
-	for (l = 0; l < VTPU_DW; l++) {
-		a = vtpu_absf(x[l]);
-		if (x[l] != x[l]) {
-			y[l] = x[l] + x[l];
-			continue;
-		}
-		if (a < 0.000244140625)
-			r = a - a * a * a / 3;
-		else if (a > 10)
-			r = 1;
-		else
-			r = v[l];
-		y[l] = vtpu_signbit(x[l]) ? (float)-r : (float)r;
-	}
-}
-
-static __always_inline void vtpu_vsigmoidf(float *y, const float *x)
-{
-	double in[VTPU_DW];
-	VTPU_VD v;
-	u32 l;
-
-	for (l = 0; l < VTPU_DW; l++) {
-		double t = x[l] != x[l] ? 0 : x[l];
-
-		in[l] = t > 200 ? 200 : t < -200 ? -200 : t;
-	}
-	v = 1.0 / (1.0 + vtpu_vexp(-vtpu_vload_d(in)));
-	for (l = 0; l < VTPU_DW; l++)
-		y[l] = x[l] != x[l] ? x[l] + x[l] : (float)v[l];
-}
-
-/*
- * gelu(x) = x Phi(x) with Phi(x) = 1 - Q(x) and Q(t) = erfc(t / sqrt2) / 2
- * computed as e^(-t^2 / 2) erfcx(t / sqrt2) / 2, accurate in relative
- * terms deep into the negative tail, where the result underflows only
- * below x = -14.
- */
-static __always_inline void vtpu_vgeluf(float *y, const float *x)
-{
-	double in[VTPU_DW];
-	VTPU_VD t, q;
-	u32 l;
-
-	for (l = 0; l < VTPU_DW; l++)
-		in[l] = x[l] >= -15 && x[l] <= 10 ?
-			(double)vtpu_absf(x[l]) * VTPU_SQRT1_2 : 1;
-	t = vtpu_vload_d(in);
-	q = 0.5 * vtpu_vexp(-t * t) * vtpu_verfcx(t);
-	for (l = 0; l < VTPU_DW; l++) {
-		if (x[l] != x[l])
-			y[l] = x[l] + x[l];
-		else if (x[l] > 10)
-			y[l] = x[l];
-		else if (x[l] < -15)
-			y[l] = -0.0f;
-		else
-			y[l] = (float)(x[l] * (x[l] < 0 ? q[l] : 1 - q[l]));
-	}
-}
-
-static __always_inline void vtpu_vunary(u8 sub, float *y, const float *x)
-{
-	switch (sub) {
-	case VTPU_UNARY_EXP:
-		vtpu_vexpf(y, x);
-		break;
-	case VTPU_UNARY_LOG:
-		vtpu_vlogf(y, x);
-		break;
-	case VTPU_UNARY_TANH:
-		vtpu_vtanhf(y, x);
-		break;
-	case VTPU_UNARY_SIGMOID:
-		vtpu_vsigmoidf(y, x);
-		break;
-	default:
-		vtpu_vgeluf(y, x);
-		break;
-	}
-}
-
-/* A row of EXP, LOG, TANH, SIGMOID or GELU; @d may be @a. */
-static __always_inline void vtpu_vunary_loop(u8 sub, float *d, const float *a,
-					     u32 n)
+/* A row of LOG; @d may be @a. */
+static void vtpu_vlog_loop(float *d, const float *a, u32 n)
 {
 	float x[VTPU_DW], y[VTPU_DW];
 	u32 j, l;
 
 	for (j = 0; j + VTPU_DW <= n; j += VTPU_DW) {
 		memcpy(x, a + j, sizeof(x));
-		vtpu_vunary(sub, y, x);
+		vtpu_vlogf(y, x);
 		memcpy(d + j, y, sizeof(y));
 	}
 	if (j == n)
 		return;
 	for (l = 0; l < VTPU_DW; l++)
 		x[l] = j + l < n ? a[j + l] : 0;
-	vtpu_vunary(sub, y, x);
+	vtpu_vlogf(y, x);
 	memcpy(d + j, y, (n - j) * sizeof(*d));
 }
 
@@ -785,6 +584,206 @@ static __always_inline VTPU_VI vtpu_vcmp_fn(u8 sub, VTPU_VF x, VTPU_VF y)
 }
 
 /*
+ * EXP, TANH, SIGMOID and GELU on VTPU_VW f32 lanes: polynomials in fused
+ * multiply-adds (vtpu_vmadd(), defined with MATMUL's kernel below: an
+ * FMA instruction, or its exact emulation in a build without one), so
+ * every lane does the same IEEE operations whatever the width and every
+ * build gives the same bits. Special inputs are clamped into the range
+ * the polynomials handle and settled by selects after them; no lane is
+ * looked at alone. A row goes through in blocks of VTPU_XBLK vectors,
+ * independent chains the CPU overlaps (a polynomial is a chain of
+ * dependent FMAs, each waiting ~4 cycles for the last).
+ *
+ * Accuracy, measured against libm's double by tests/unit/exec_ops.c's
+ * sweeps (their bound in brackets): EXP < 1 ulp [1], SIGMOID < 2 [2],
+ * TANH < 2 [2], GELU < 6 [8] (deep in its negative tail, where
+ * e^(-x^2/2) is small; near 0 and for x > 0 < 2).
+ */
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c);
+
+#define VTPU_XBLK		4
+#define VTPU_F32_LOG2E		1.44269504f
+#define VTPU_F32_LN2_HI		0.693145751953125f	/* 15 bits */
+#define VTPU_F32_LN2_LO		1.42860677e-6f
+#define VTPU_F32_ROUND		12582912.0f		/* 1.5 * 2^23 */
+#define VTPU_F32_ROUND_BITS	0x4b400000
+
+/* Cephes' expf() polynomial: e^r = 1 + r + r^2 P(r), |r| <= ln2 / 2. */
+static const float vtpu_expf_poly[] = {
+	1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+	4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f,
+};
+
+/* Cephes' tanhf() polynomial: tanh x = x + x^3 P(x^2), |x| < 0.625. */
+static const float vtpu_tanhf_poly[] = {
+	-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
+	1.33314422036e-1f, -3.33332819422e-1f,
+};
+
+/*
+ * GELU, fitted for this file (Chebyshev, in relative terms): near 0,
+ * gelu(x) = x (1/2 + x S(x^2)) for |x| < 0.75 (S < 1e-10); beyond, the
+ * tail Q(a) = erfc(a / sqrt2) / 2 = e^(-a^2 / 2) R(a), a = |x|, with
+ * R(a) (a + 4) / 8 a polynomial in t = (a - 4) / (a + 4), t in
+ * [-0.68, 0.57] for a in [0.75, 14.5] (< 1e-9); 1 - t = 8 / (a + 4)
+ * gives R back without a second division. t's rounding is most of the
+ * tail's error.
+ */
+static const float vtpu_gelu_near[] = {
+	-8.434553820e-06f, 1.148385491e-04f, -1.187165151e-03f,
+	9.973537177e-03f, -6.649038196e-02f, 3.989422917e-01f,
+};
+
+static const float vtpu_gelu_tail[] = {
+	-1.136457627e-06f, -2.496053821e-05f, 1.732600867e-05f,
+	2.024664282e-04f, -4.351122479e-04f, -9.423038573e-04f,
+	7.549583446e-03f, -2.331524715e-02f, 4.839217663e-02f,
+	-7.598707825e-02f, 9.441064298e-02f,
+};
+
+#define VTPU_GELU_NEAR		0.75f
+#define VTPU_GELU_K		4.0f
+#define VTPU_GELU_MAX		14.5f	/* beyond, x Q(|x|) rounds to 0 */
+
+static __always_inline VTPU_VF vtpu_vpoly(const float *c, u32 n, VTPU_VF x)
+{
+	VTPU_VF p = vtpu_splat(c[0]);
+	u32 i;
+
+	for (i = 1; i < n; i++)
+		p = vtpu_vmadd(p, x, vtpu_splat(c[i]));
+	return p;
+}
+
+/* Lanes of @x clamped to [lo, hi], a NaN to @hi. */
+static __always_inline VTPU_VF vtpu_vclamp(VTPU_VF x, float lo, float hi)
+{
+	x = vtpu_vblend(x < hi, x, vtpu_splat(hi));
+	return vtpu_vblend(x > lo, x, vtpu_splat(lo));
+}
+
+/*
+ * e^x for x in [-104, 89], outside which it rounds to 0 or overflows
+ * anyway: x = n ln2 + r, n = rint(x log2 e) read from the bits of the
+ * fused sum with 1.5 * 2^23, and the result scaled by 2^n as two powers
+ * of two, each normal, so a subnormal result is rounded only once.
+ */
+static __always_inline VTPU_VF vtpu_vexp32(VTPU_VF x)
+{
+	const VTPU_VF round = vtpu_splat(VTPU_F32_ROUND);
+	VTPU_VF s = vtpu_vmadd(x, vtpu_splat(VTPU_F32_LOG2E), round);
+	VTPU_VF n = s - round, r, p;
+	VTPU_VI ni = (VTPU_VI)s - VTPU_F32_ROUND_BITS, n1;
+
+	r = vtpu_vmadd(n, vtpu_splat(-VTPU_F32_LN2_HI), x);
+	r = vtpu_vmadd(n, vtpu_splat(-VTPU_F32_LN2_LO), r);
+	p = vtpu_vpoly(vtpu_expf_poly, ARRAY_SIZE(vtpu_expf_poly), r);
+	p = vtpu_vmadd(p, r * r, r) + 1.0f;
+	n1 = ni >> 1;
+	p *= (VTPU_VF)((n1 + 127) << 23);
+	return p * (VTPU_VF)((ni - n1 + 127) << 23);
+}
+
+static __always_inline VTPU_VF vtpu_vexpf(VTPU_VF x)
+{
+	VTPU_VF y = vtpu_vexp32(vtpu_vclamp(x, -104.0f, 89.0f));
+
+	return vtpu_vblend(x != x, x + x, y);
+}
+
+/* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one division. */
+static __always_inline VTPU_VF vtpu_vsigmoidf(VTPU_VF x)
+{
+	const VTPU_VI sign = (VTPU_VI)vtpu_splat(-0.0f);
+	VTPU_VF a = (VTPU_VF)((VTPU_VI)x & ~sign);
+	VTPU_VF e = vtpu_vexp32(-vtpu_vclamp(a, 0.0f, 104.0f));
+	VTPU_VF y = vtpu_vblend(x >= 0.0f, vtpu_splat(1.0f), e) / (1.0f + e);
+
+	return vtpu_vblend(x != x, x + x, y);
+}
+
+/*
+ * tanh |x|: Cephes' polynomial below 0.625, 1 - 2 / (e^2|x| + 1) from
+ * there (1 beyond 44, where e^2|x| would overflow), then x's sign.
+ */
+static __always_inline VTPU_VF vtpu_vtanhf(VTPU_VF x)
+{
+	const VTPU_VI sign = (VTPU_VI)vtpu_splat(-0.0f);
+	VTPU_VF a = (VTPU_VF)((VTPU_VI)x & ~sign), z = a * a, p, e, y;
+
+	p = vtpu_vpoly(vtpu_tanhf_poly, ARRAY_SIZE(vtpu_tanhf_poly), z);
+	p = vtpu_vmadd(p * z, a, a);
+	e = vtpu_vexp32(vtpu_vclamp(a + a, 0.0f, 88.0f));
+	y = 1.0f - 2.0f / (e + 1.0f);
+	y = vtpu_vblend(a < 0.625f, p, y);
+	y = (VTPU_VF)((VTPU_VI)y | ((VTPU_VI)x & sign));
+	return vtpu_vblend(x != x, x + x, y);
+}
+
+/*
+ * gelu(x) = x Phi(x): near 0 the series, else x (1 - Q(x)) for x > 0
+ * and x Q(-x) below, -0 below -14.5. e^(-a^2/2) takes a^2 as the exact
+ * h + l (an FMA gives l): e^(-h/2) (1 - l/2).
+ */
+static __always_inline VTPU_VF vtpu_vgeluf(VTPU_VF x)
+{
+	const VTPU_VI sign = (VTPU_VI)vtpu_splat(-0.0f);
+	VTPU_VF a = (VTPU_VF)((VTPU_VI)x & ~sign), h, l, e, t, q, y;
+
+	a = vtpu_vclamp(a, 0.0f, VTPU_GELU_MAX);
+	h = a * a;
+	l = vtpu_vmadd(a, a, -h);
+	y = vtpu_vpoly(vtpu_gelu_near, ARRAY_SIZE(vtpu_gelu_near), h);
+	y = x * vtpu_vmadd(x, y, vtpu_splat(0.5f));	/* -0 stays -0 */
+	e = vtpu_vexp32(-0.5f * h);
+	e = vtpu_vmadd(e, -0.5f * l, e);
+	t = (a - VTPU_GELU_K) / (a + VTPU_GELU_K);
+	q = vtpu_vpoly(vtpu_gelu_tail, ARRAY_SIZE(vtpu_gelu_tail), t);
+	q *= 1.0f - t;
+	/* x R first: e R alone may be subnormal where x e R is not */
+	q = vtpu_vblend(x < 0.0f, (x * q) * e, x * (1.0f - e * q));
+	q = vtpu_vblend(a < VTPU_GELU_NEAR, y, q);
+	/* -inf times a Q that rounded to 0 */
+	q = vtpu_vblend(x < -VTPU_GELU_MAX, vtpu_splat(-0.0f), q);
+	return vtpu_vblend(x != x, x + x, q);
+}
+
+static __always_inline VTPU_VF vtpu_vtrans_fn(u8 sub, VTPU_VF x)
+{
+	switch (sub) {
+	case VTPU_UNARY_EXP:
+		return vtpu_vexpf(x);
+	case VTPU_UNARY_TANH:
+		return vtpu_vtanhf(x);
+	case VTPU_UNARY_SIGMOID:
+		return vtpu_vsigmoidf(x);
+	}
+	return vtpu_vgeluf(x);	/* VTPU_UNARY_GELU */
+}
+
+/* A row of EXP, TANH, SIGMOID or GELU; @d may be @a. */
+static __always_inline void vtpu_vtrans_loop(u8 sub, float *d, const float *a,
+					     u32 n)
+{
+	VTPU_VF x[VTPU_XBLK];
+	u32 j, b;
+
+	for (j = 0; j + VTPU_XBLK * VTPU_VW <= n; j += VTPU_XBLK * VTPU_VW) {
+		for (b = 0; b < VTPU_XBLK; b++)
+			x[b] = vtpu_vload(a + j + b * VTPU_VW);
+		for (b = 0; b < VTPU_XBLK; b++)
+			x[b] = vtpu_vtrans_fn(sub, x[b]);
+		for (b = 0; b < VTPU_XBLK; b++)
+			vtpu_vstore(d + j + b * VTPU_VW, x[b]);
+	}
+	for (; j < n; j += VTPU_VW) {
+		b = min_t(u32, n - j, VTPU_VW);
+		vtpu_vstore_n(d + j, vtpu_vtrans_fn(sub, vtpu_vload_n(a + j, b)),
+			      b);
+	}
+}
+
+/*
  * Elementwise rows. Each *_fn() is inlined into a loop specialised for
  * one function, so the dispatchers switch once per row, not once per
  * element.
@@ -842,10 +841,10 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
 		vtpu_unary_loop(VTPU_UNARY_ABS, d, a, n);
 		break;
 	case VTPU_UNARY_EXP:
-		vtpu_vunary_loop(VTPU_UNARY_EXP, d, a, n);
+		vtpu_vtrans_loop(VTPU_UNARY_EXP, d, a, n);
 		break;
 	case VTPU_UNARY_LOG:
-		vtpu_vunary_loop(VTPU_UNARY_LOG, d, a, n);
+		vtpu_vlog_loop(d, a, n);
 		break;
 	case VTPU_UNARY_SQRT:
 		vtpu_unary_loop(VTPU_UNARY_SQRT, d, a, n);
@@ -857,16 +856,16 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
 		vtpu_unary_loop(VTPU_UNARY_RECIP, d, a, n);
 		break;
 	case VTPU_UNARY_TANH:
-		vtpu_vunary_loop(VTPU_UNARY_TANH, d, a, n);
+		vtpu_vtrans_loop(VTPU_UNARY_TANH, d, a, n);
 		break;
 	case VTPU_UNARY_SIGMOID:
-		vtpu_vunary_loop(VTPU_UNARY_SIGMOID, d, a, n);
+		vtpu_vtrans_loop(VTPU_UNARY_SIGMOID, d, a, n);
 		break;
 	case VTPU_UNARY_RELU:
 		vtpu_unary_loop(VTPU_UNARY_RELU, d, a, n);
 		break;
 	case VTPU_UNARY_GELU:
-		vtpu_vunary_loop(VTPU_UNARY_GELU, d, a, n);
+		vtpu_vtrans_loop(VTPU_UNARY_GELU, d, a, n);
 		break;
 	case VTPU_UNARY_COPY:
 		vtpu_unary_loop(VTPU_UNARY_COPY, d, a, n);

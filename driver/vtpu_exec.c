@@ -1078,12 +1078,13 @@ static const float *vtpu_bcast_row(const struct vtpu_exec *e,
 #define VTPU_W_TRACE	512	/* the kernel takes a timestamp */
 #define VTPU_W_MOVE	8	/* memcpy(), memmove(), COPY */
 #define VTPU_W_SIMPLE	16	/* a compare or an IEEE operation */
-#define VTPU_W_SLOW	24	/* MAX/MIN, SQRT, FILL, conversions: branches */
+#define VTPU_W_SLOW	24	/* MAX/MIN, SQRT, bf16 FILL, conversions */
 #define VTPU_W_IOTA	40	/* an integer conversion per element */
 #define VTPU_W_TR	64	/* TRANSPOSE: a cache miss per element */
-#define VTPU_W_TRANSC	160	/* EXP, LOG, TANH, SIGMOID: a polynomial */
+#define VTPU_W_TRANSC	48	/* EXP, TANH, SIGMOID: f32 polynomials */
+#define VTPU_W_LOG	160	/* a polynomial in double */
 #define VTPU_W_POW	320	/* a log and an exp */
-#define VTPU_W_GELU	512	/* an exp and a Chebyshev series */
+#define VTPU_W_GELU	96	/* an exp, two polynomials, a division */
 
 /* A row segment costs at most this, VTPU_W_PIECE aside. */
 #define VTPU_CHUNK	BIT(15)
@@ -1092,7 +1093,7 @@ static const u16 vtpu_unary_weight[VTPU_UNARY_NR] = {
 	[VTPU_UNARY_NEG] = VTPU_W_SIMPLE,
 	[VTPU_UNARY_ABS] = VTPU_W_SIMPLE,
 	[VTPU_UNARY_EXP] = VTPU_W_TRANSC,
-	[VTPU_UNARY_LOG] = VTPU_W_TRANSC,
+	[VTPU_UNARY_LOG] = VTPU_W_LOG,
 	[VTPU_UNARY_SQRT] = VTPU_W_SLOW,
 	[VTPU_UNARY_RSQRT] = VTPU_W_SLOW,
 	[VTPU_UNARY_RECIP] = VTPU_W_SIMPLE,
@@ -1292,13 +1293,17 @@ static void vtpu_fill_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
 	u8 *dr = vtpu_row(e, d, r);
 	s64 v;
 
+	if (!iota && esize == 4) {	/* the common case, a vector a store */
+		VTPU_VF f = vtpu_splat(vtpu_bitsf(in->imm));
+
+		for (; j < end; j += VTPU_VW)
+			vtpu_vstore_n((float *)dr + j, f,
+				      min_t(u32, end - j, VTPU_VW));
+		return;
+	}
 	for (; j < end; j++) {
-		if (!iota && esize == 2) {
-			memcpy(dr + 2 * j, &h, sizeof(h));
-			continue;
-		}
 		if (!iota) {
-			memcpy(dr + 4 * j, &in->imm, sizeof(in->imm));
+			memcpy(dr + 2 * j, &h, sizeof(h));
 			continue;
 		}
 		v = (s64)(s32)in->imm + (rows ? r : j);
@@ -1317,6 +1322,7 @@ static bool vtpu_exec_fill(struct vtpu_exec *e, const struct vtpu_insn *in)
 
 	return vtpu_exec_elems(e, in, d->rows, d->cols,
 			       in->op == VTPU_OP_IOTA ? VTPU_W_IOTA :
+			       vtpu_esize(d->dtype) == 4 ? VTPU_W_MOVE :
 			       VTPU_W_SLOW, vtpu_fill_segment);
 }
 

@@ -483,7 +483,51 @@ static __always_inline void vtpu_vstore(float *p, VTPU_VF v)
 	memcpy(p, &v, sizeof(v));
 }
 
-/* Lanes [0, @n) of @p, n <= VTPU_VW; the others zero. */
+/*
+ * Lanes [0, @n) of @p, n <= VTPU_VW; the others zero. A row's tail:
+ * masked moves where the ISA has them (they touch no byte past the
+ * row's end, which may be another core's), lane by lane in SSE2.
+ */
+#if defined(__AVX512F__)
+static __always_inline VTPU_VF vtpu_vload_n(const float *p, u32 n)
+{
+	if (n == VTPU_VW)
+		return vtpu_vload(p);
+	return __builtin_ia32_loadups512_mask(p, (VTPU_VF){},
+					      (u16)(BIT(n) - 1));
+}
+
+static __always_inline void vtpu_vstore_n(float *p, VTPU_VF v, u32 n)
+{
+	if (n == VTPU_VW)
+		vtpu_vstore(p, v);
+	else
+		__builtin_ia32_storeups512_mask(p, v, (u16)(BIT(n) - 1));
+}
+#elif defined(__AVX2__)
+static __always_inline VTPU_VI vtpu_vmask_n(u32 n)
+{
+	const VTPU_VI lane = { 0, 1, 2, 3, 4, 5, 6, 7 };
+
+	return lane < (int)n;
+}
+
+static __always_inline VTPU_VF vtpu_vload_n(const float *p, u32 n)
+{
+	if (n == VTPU_VW)
+		return vtpu_vload(p);
+	return __builtin_ia32_maskloadps256((const VTPU_VF *)p,
+					    vtpu_vmask_n(n));
+}
+
+static __always_inline void vtpu_vstore_n(float *p, VTPU_VF v, u32 n)
+{
+	if (n == VTPU_VW)
+		vtpu_vstore(p, v);
+	else
+		__builtin_ia32_maskstoreps256((VTPU_VF *)p, vtpu_vmask_n(n), v);
+}
+#else
 static __always_inline VTPU_VF vtpu_vload_n(const float *p, u32 n)
 {
 	VTPU_VF v = {};
@@ -507,6 +551,7 @@ static __always_inline void vtpu_vstore_n(float *p, VTPU_VF v, u32 n)
 	for (l = 0; l < n; l++)
 		p[l] = v[l];
 }
+#endif
 
 static __always_inline VTPU_VF vtpu_splat(float x)
 {

@@ -649,20 +649,20 @@ static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c);
 #define VTPU_XBLK		4
 #define VTPU_F32_LOG2E		1.44269504f
 #define VTPU_F32_LN2_HI		0.693145751953125f	/* 15 bits */
-#define VTPU_F32_LN2_LO		1.42860677e-6f
+#define VTPU_F32_LN2_LO		0.00000142860677f
 #define VTPU_F32_ROUND		12582912.0f		/* 1.5 * 2^23 */
 #define VTPU_F32_ROUND_BITS	0x4b400000
 
 /* Cephes' expf() polynomial: e^r = 1 + r + r^2 P(r), |r| <= ln2 / 2. */
 static const float vtpu_expf_poly[] = {
-	1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-	4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f,
+	0.00019875691500f, 0.0013981999507f, 0.0083334519073f,
+	0.041665795894f, 0.16666665459f, 0.50000001201f,
 };
 
 /* Cephes' tanhf() polynomial: tanh x = x + x^3 P(x^2), |x| < 0.625. */
 static const float vtpu_tanhf_poly[] = {
-	-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
-	1.33314422036e-1f, -3.33332819422e-1f,
+	-0.00570498872745f, 0.0206390887954f, -0.0537397155531f,
+	0.133314422036f, -0.333332819422f,
 };
 
 /*
@@ -675,15 +675,15 @@ static const float vtpu_tanhf_poly[] = {
  * tail's error.
  */
 static const float vtpu_gelu_near[] = {
-	-8.434553820e-06f, 1.148385491e-04f, -1.187165151e-03f,
-	9.973537177e-03f, -6.649038196e-02f, 3.989422917e-01f,
+	-0.000008434553820f, 0.0001148385491f, -0.001187165151f,
+	0.009973537177f, -0.06649038196f, 0.3989422917f,
 };
 
 static const float vtpu_gelu_tail[] = {
-	-1.136457627e-06f, -2.496053821e-05f, 1.732600867e-05f,
-	2.024664282e-04f, -4.351122479e-04f, -9.423038573e-04f,
-	7.549583446e-03f, -2.331524715e-02f, 4.839217663e-02f,
-	-7.598707825e-02f, 9.441064298e-02f,
+	-0.000001136457627f, -0.00002496053821f, 0.00001732600867f,
+	0.0002024664282f, -0.0004351122479f, -0.0009423038573f,
+	0.007549583446f, -0.02331524715f, 0.04839217663f,
+	-0.07598707825f, 0.09441064298f,
 };
 
 #define VTPU_GELU_NEAR		0.75f
@@ -1906,10 +1906,21 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
 	const u8 *src = b->base + kb * b->rs + jb * b->cs;
 	u32 k, j;
 
-	if (!b->bf16 && b->cs == sizeof(float) && nr == VTPU_NR) {
-		for (k = 0; k < kc; k++)
-			memcpy(p + k * VTPU_NR, src + k * b->rs,
-			       VTPU_NR * sizeof(*p));
+	if (!b->bf16 && b->cs == sizeof(float)) {
+		/*
+		 * Rows of b, vector by vector, an edge panel's missing
+		 * columns zero (vtpu_vload_n()): no calls, and no rep movs
+		 * that would take longer to start than to copy a row.
+		 */
+		for (k = 0; k < kc; k++) {
+			const float *row = (const float *)(src + k * b->rs);
+
+			for (j = 0; j < VTPU_NR; j += VTPU_VW)
+				vtpu_vstore(p + k * VTPU_NR + j, j >= nr ?
+					    (VTPU_VF){} :
+					    vtpu_vload_n(row + j,
+							 min_t(u32, nr - j, VTPU_VW)));
+		}
 		return;
 	}
 	for (j = 0; j < VTPU_NR; j++) {

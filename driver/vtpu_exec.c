@@ -24,6 +24,9 @@
  *   that starts at d (VTPU_F_ACC) or at +0, each step one fused
  *   multiply-add (IEEE fusedMultiplyAdd, rounded once):
  *   fma(a1, b1, fma(a0, b0, init)) ...; a NaN result is 0x7fc00000.
+ *   BINARY MADD is one such step per element, d = fma(a, b, d), and its
+ *   NaN is that of glibc's fmaf() on x86-64: a's, else b's, else d's,
+ *   quieted, else 0xffc00000.
  *   REDUCE folds along its axis in index order, starting from d (ACC) or
  *   from the first element.
  * - MAX and MIN propagate NaN and order -0 below +0 (IEEE 754-2019
@@ -51,10 +54,10 @@
  * which name their build in VTPU_EXEC_ISA. What is compiled differs in
  * vector width only: -ffp-contract=off everywhere, so elementwise code
  * the compiler vectorizes computes the same IEEE operations in any width,
- * and MATMUL's explicitly vectorized multiply-add is fused in every
- * build (an FMA instruction, or its exact emulation: see vtpu_vmadd()). The plain
- * build also holds what does not depend on the ISA: vtpu_exec_init() and
- * the dispatch.
+ * and the explicitly vectorized multiply-add of MATMUL, MADD and the f32
+ * polynomials is fused in every build (an FMA instruction, or its exact
+ * emulation: see vtpu_vmadd()). The plain build also holds what does not
+ * depend on the ISA: vtpu_exec_init() and the dispatch.
  */
 #ifndef VTPU_EXEC_ISA
 #define VTPU_EXEC_ISA		sse2
@@ -578,6 +581,127 @@ static __always_inline VTPU_VF vtpu_vnan2(VTPU_VF x, VTPU_VF y, VTPU_VF r)
 	return vtpu_vblend(x != x, (VTPU_VF)((VTPU_VI)x | quiet), r);
 }
 
+/*
+ * The multiply-add of MATMUL, of BINARY MADD and of the f32 polynomials
+ * is fused: c + a b rounded once, the IEEE fusedMultiplyAdd, as the FMA
+ * instructions of AVX2 and AVX-512 compute it. A build without them
+ * (SSE2, or clang's fuzzers, which get no -m flags) computes the same
+ * bits from doubles: a b is exact in double, Knuth's TwoSum gives p + c
+ * and its exact error, and the sum rounded to odd (truncated, last bit
+ * set if inexact) rounds correctly to f32, which has fewer than 53 - 2
+ * bits (Boldo and Melquiond, "When double rounding is odd", 2005).
+ * Infinities and NaNs come out of the double sum as they would from the
+ * fused one; which NaN operand comes out is settled afterwards where it
+ * matters (MATMUL's NaN is canonical, MADD's see vtpu_vmadd_nan()).
+ */
+#if defined(__AVX512F__)
+#define VTPU_MM_FUSED	1
+#define VTPU_MM_COST	1
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+	return __builtin_ia32_vfmaddps512_mask(a, b, c, (u16)~0, 4);
+}
+
+/* Whether a lane of @v is a NaN (3: _CMP_UNORD_Q). */
+static __always_inline bool vtpu_vany_nan(VTPU_VF v)
+{
+	return __builtin_ia32_cmpps512_mask(v, v, 3, (u16)~0, 4);
+}
+#elif defined(__FMA__) && VTPU_VW == 8
+#define VTPU_MM_FUSED	1
+#define VTPU_MM_COST	1
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+	return __builtin_ia32_vfmaddps256(a, b, c);
+}
+
+static __always_inline bool vtpu_vany_nan(VTPU_VF v)
+{
+	return __builtin_ia32_movmskps256((VTPU_VF)(v != v));
+}
+#else
+#define VTPU_MM_FUSED	0
+/* Work units per multiply-add, as measured against the fused builds. */
+#define VTPU_MM_COST	8
+#if VTPU_VW != 4
+#error "an executor build with vectors wider than SSE's needs FMA (-mfma)"
+#endif
+#define VTPU_VH float __attribute__((vector_size(8)))
+#define VTPU_VU unsigned long long __attribute__((vector_size(16)))
+
+static __always_inline VTPU_VD vtpu_vfma_d(VTPU_VD a, VTPU_VD b, VTPU_VD c)
+{
+	VTPU_VD p = a * b, s = p + c, t = s - p;
+	VTPU_VD err = (p - (s - t)) + (c - t);
+	VTPU_VL nonzero = err != 0, finite = s - s == 0;
+	VTPU_VL eneg = err < 0, sneg = s < 0;
+	VTPU_VU inexact, inside, odd;
+
+	/*
+	 * Plain bit masks from here on: GCC would otherwise turn the
+	 * compares' truth values into lane-by-lane selects.
+	 */
+	__asm__("" : "+x" (nonzero), "+x" (finite), "+x" (eneg), "+x" (sneg));
+	/* all ones where the sum is finite and inexact */
+	inexact = (VTPU_VU)nonzero & (VTPU_VU)finite;
+	/* all ones where the exact sum lies between s and zero */
+	inside = inexact & ((VTPU_VU)eneg ^ (VTPU_VU)sneg);
+	/* 1 where inexact: a shift, as SSE2 has no 64-bit compare */
+	odd = inexact >> 63;
+
+	return (VTPU_VD)(((VTPU_VU)s + inside) | odd);
+}
+
+static __always_inline VTPU_VD vtpu_vwiden(VTPU_VH h)
+{
+	return __builtin_convertvector(h, VTPU_VD);
+}
+
+/* fma() of two lanes, @lanes: "0, 1" or "2, 3" */
+#define VTPU_VFMA_HALF(a, b, c, lanes...) \
+	__builtin_convertvector( \
+		vtpu_vfma_d(vtpu_vwiden(__builtin_shufflevector(a, a, lanes)), \
+			    vtpu_vwiden(__builtin_shufflevector(b, b, lanes)), \
+			    vtpu_vwiden(__builtin_shufflevector(c, c, lanes))), \
+		VTPU_VH)
+
+static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+	VTPU_VH lo = VTPU_VFMA_HALF(a, b, c, 0, 1);
+	VTPU_VH hi = VTPU_VFMA_HALF(a, b, c, 2, 3);
+
+	return __builtin_shufflevector(lo, hi, 0, 1, 2, 3);
+}
+
+static __always_inline bool vtpu_vany_nan(VTPU_VF v)
+{
+	VTPU_VI m = v != v;
+	u64 h[2];
+
+	memcpy(h, &m, sizeof(h));
+	return h[0] | h[1];
+}
+#endif
+
+/*
+ * MADD's a b + c. Which NaN operand an FMA instruction passes on depends
+ * on the operand order the compiler picked (vfmadd132, 213 or 231), so
+ * MADD spells it out, as glibc's fmaf() gives it on x86-64: a quieted if
+ * it is a NaN, else b, else c; an invalid product or sum of numbers
+ * gives the default NaN 0xffc00000, from the instructions as from the
+ * doubles of the emulation. A NaN operand makes a NaN result, so a
+ * vector of numbers returns before the lane selections, which would
+ * cost a third of MADD's time.
+ */
+static __always_inline VTPU_VF vtpu_vmadd_nan(VTPU_VF a, VTPU_VF b, VTPU_VF c)
+{
+	VTPU_VF r = vtpu_vmadd(a, b, c);
+
+	if (likely(!vtpu_vany_nan(r)))
+		return r;
+	return vtpu_vnan2(a, b, vtpu_vnan2(c, c, r));
+}
+
 /* vtpu_maxf() (@max) or vtpu_minf() on lanes. */
 static __always_inline VTPU_VF vtpu_vmaxmin(bool max, VTPU_VF x, VTPU_VF y)
 {
@@ -630,8 +754,8 @@ static __always_inline VTPU_VI vtpu_vcmp_fn(u8 sub, VTPU_VF x, VTPU_VF y)
 
 /*
  * EXP, TANH, SIGMOID and GELU on VTPU_VW f32 lanes: polynomials in fused
- * multiply-adds (vtpu_vmadd(), defined with MATMUL's kernel below: an
- * FMA instruction, or its exact emulation in a build without one), so
+ * multiply-adds (vtpu_vmadd(), defined above: an FMA instruction, or
+ * its exact emulation in a build without one), so
  * every lane does the same IEEE operations whatever the width and every
  * build gives the same bits. Special inputs are clamped into the range
  * the polynomials handle and settled by selects after them; no lane is
@@ -644,7 +768,6 @@ static __always_inline VTPU_VI vtpu_vcmp_fn(u8 sub, VTPU_VF x, VTPU_VF y)
  * TANH < 2 [2], GELU < 6 [8] (deep in its negative tail, where
  * e^(-x^2/2) is small; near 0 and for x > 0 < 2).
  */
-static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c);
 
 #define VTPU_XBLK		4
 #define VTPU_F32_LOG2E		1.44269504f
@@ -922,14 +1045,21 @@ static void vtpu_unary_row(u8 sub, float *d, const float *a, u32 n)
  * Operand b advances by @bs elements per column: 1, or 0 when one value
  * serves the whole row. Both are specialised.
  */
-/* @w <= VTPU_VW lanes of a BINARY row; b is @bv when @one_b. */
+/*
+ * @w <= VTPU_VW lanes of a BINARY row; b is @bv when @one_b. MADD reads
+ * d too: lane by lane, before it writes it.
+ */
 static __always_inline void vtpu_binary_step(u8 sub, float *d, const float *a,
 					     const float *b, VTPU_VF bv,
 					     const bool one_b, u32 w)
 {
-	VTPU_VF y = one_b ? bv : vtpu_vload_n(b, w);
+	VTPU_VF x = vtpu_vload_n(a, w), y = one_b ? bv : vtpu_vload_n(b, w);
 
-	vtpu_vstore_n(d, vtpu_vbinary_fn(sub, vtpu_vload_n(a, w), y), w);
+	if (sub == VTPU_BINARY_MADD)
+		x = vtpu_vmadd_nan(x, y, vtpu_vload_n(d, w));
+	else
+		x = vtpu_vbinary_fn(sub, x, y);
+	vtpu_vstore_n(d, x, w);
 }
 
 /* One BINARY row; @one_b: b is one value for the whole row (a constant). */
@@ -985,6 +1115,9 @@ static void vtpu_binary_row(u8 sub, float *d, const float *a, const float *b,
 		break;
 	case VTPU_BINARY_POW:
 		vtpu_binary_loop(VTPU_BINARY_POW, d, a, b, bs, n);
+		break;
+	case VTPU_BINARY_MADD:
+		vtpu_binary_loop(VTPU_BINARY_MADD, d, a, b, bs, n);
 		break;
 	}
 }
@@ -1130,6 +1263,11 @@ static const float *vtpu_bcast_row(const struct vtpu_exec *e,
 #define VTPU_W_LOG	160	/* a polynomial in double */
 #define VTPU_W_POW	320	/* a log and an exp */
 #define VTPU_W_GELU	96	/* an exp, two polynomials, a division */
+#if VTPU_MM_FUSED
+#define VTPU_W_MADD	VTPU_W_SLOW	/* three operands to load */
+#else
+#define VTPU_W_MADD	128	/* emulated from doubles: 8 ADDs' time */
+#endif
 
 /* A row segment costs at most this, VTPU_W_PIECE aside. */
 #define VTPU_CHUNK	BIT(15)
@@ -1157,6 +1295,7 @@ static const u16 vtpu_binary_weight[VTPU_BINARY_NR] = {
 	[VTPU_BINARY_MAX] = VTPU_W_SLOW,
 	[VTPU_BINARY_MIN] = VTPU_W_SLOW,
 	[VTPU_BINARY_POW] = VTPU_W_POW,
+	[VTPU_BINARY_MADD] = VTPU_W_MADD,
 };
 
 /* Columns [@j, @j + @n) of row @r of an instruction. */
@@ -1693,86 +1832,6 @@ static __always_inline float vtpu_mm_load(const u8 *p, bool bf16)
 	memcpy(&f, p, sizeof(f));
 	return f;
 }
-
-/*
- * MATMUL's multiply-add is fused: c + a b rounded once, the IEEE
- * fusedMultiplyAdd, as the FMA instructions of AVX2 and AVX-512 compute
- * it. A build without them (SSE2, or clang's fuzzers, which get no -m
- * flags) computes the same bits from doubles: a b is exact in double,
- * Knuth's TwoSum gives p + c and its exact error, and the sum rounded to
- * odd (truncated, last bit set if inexact) rounds correctly to f32, which
- * has fewer than 53 - 2 bits (Boldo and Melquiond, "When double rounding
- * is odd", 2005). Infinities and NaNs come out of the double sum as they
- * would from the fused one; the MATMUL's NaN is canonical anyway.
- */
-#if defined(__AVX512F__)
-#define VTPU_MM_FUSED	1
-#define VTPU_MM_COST	1
-static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
-{
-	return __builtin_ia32_vfmaddps512_mask(a, b, c, (u16)~0, 4);
-}
-#elif defined(__FMA__) && VTPU_VW == 8
-#define VTPU_MM_FUSED	1
-#define VTPU_MM_COST	1
-static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
-{
-	return __builtin_ia32_vfmaddps256(a, b, c);
-}
-#else
-#define VTPU_MM_FUSED	0
-/* Work units per multiply-add, as measured against the fused builds. */
-#define VTPU_MM_COST	8
-#if VTPU_VW != 4
-#error "an executor build with vectors wider than SSE's needs FMA (-mfma)"
-#endif
-#define VTPU_VH float __attribute__((vector_size(8)))
-#define VTPU_VU unsigned long long __attribute__((vector_size(16)))
-
-static __always_inline VTPU_VD vtpu_vfma_d(VTPU_VD a, VTPU_VD b, VTPU_VD c)
-{
-	VTPU_VD p = a * b, s = p + c, t = s - p;
-	VTPU_VD err = (p - (s - t)) + (c - t);
-	VTPU_VL nonzero = err != 0, finite = s - s == 0;
-	VTPU_VL eneg = err < 0, sneg = s < 0;
-	VTPU_VU inexact, inside, odd;
-
-	/*
-	 * Plain bit masks from here on: GCC would otherwise turn the
-	 * compares' truth values into lane-by-lane selects.
-	 */
-	__asm__("" : "+x" (nonzero), "+x" (finite), "+x" (eneg), "+x" (sneg));
-	/* all ones where the sum is finite and inexact */
-	inexact = (VTPU_VU)nonzero & (VTPU_VU)finite;
-	/* all ones where the exact sum lies between s and zero */
-	inside = inexact & ((VTPU_VU)eneg ^ (VTPU_VU)sneg);
-	/* 1 where inexact: a shift, as SSE2 has no 64-bit compare */
-	odd = inexact >> 63;
-
-	return (VTPU_VD)(((VTPU_VU)s + inside) | odd);
-}
-
-static __always_inline VTPU_VD vtpu_vwiden(VTPU_VH h)
-{
-	return __builtin_convertvector(h, VTPU_VD);
-}
-
-/* fma() of two lanes, @lanes: "0, 1" or "2, 3" */
-#define VTPU_VFMA_HALF(a, b, c, lanes...) \
-	__builtin_convertvector( \
-		vtpu_vfma_d(vtpu_vwiden(__builtin_shufflevector(a, a, lanes)), \
-			    vtpu_vwiden(__builtin_shufflevector(b, b, lanes)), \
-			    vtpu_vwiden(__builtin_shufflevector(c, c, lanes))), \
-		VTPU_VH)
-
-static __always_inline VTPU_VF vtpu_vmadd(VTPU_VF a, VTPU_VF b, VTPU_VF c)
-{
-	VTPU_VH lo = VTPU_VFMA_HALF(a, b, c, 0, 1);
-	VTPU_VH hi = VTPU_VFMA_HALF(a, b, c, 2, 3);
-
-	return __builtin_shufflevector(lo, hi, 0, 1, 2, 3);
-}
-#endif
 
 /* Stores @v, any NaN as the quiet NaN (see above). */
 static __always_inline void vtpu_mm_store(float *p, VTPU_VF v)

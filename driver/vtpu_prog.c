@@ -505,6 +505,27 @@ static int vtpu_check_elementwise(struct vtpu_prog_check *c,
 }
 
 /*
+ * BINARY. MADD (ISA version 5) reads d as well as writing it; the
+ * elementwise rule, d exactly a, exactly b or disjoint from both, is what
+ * makes that sound: every element reads its own d before it writes it,
+ * whatever order the executor takes elements in, and no element reads
+ * another's. It counts a multiply and an add.
+ */
+static int vtpu_check_binary(struct vtpu_prog_check *c,
+			     const struct vtpu_insn *in, const u8 *kind)
+{
+	const struct vtpu_tile *d = &in->t.d;
+	int ret;
+
+	if (in->sub == VTPU_BINARY_MADD && c->hdr->isa_version < 5)
+		return vtpu_reject(c, "fused multiply-add needs ISA version 5");
+	ret = vtpu_check_elementwise(c, in, kind);
+	if (!ret && in->sub == VTPU_BINARY_MADD)
+		c->info.flops += (u64)d->rows * d->cols;
+	return ret;
+}
+
+/*
  * The scalar unit and branches. They belong to lane 0, like TRACE and
  * END: lanes may run at once on several cores, and an SLOAD of another
  * lane's VMEM would race with its writes. A branch needs a program of one
@@ -575,6 +596,8 @@ static int vtpu_check_operands(struct vtpu_prog_check *c,
 		return vtpu_check_reduce(c, in);
 	case VTPU_OP_TRANSPOSE:
 		return vtpu_check_transpose(c, in);
+	case VTPU_OP_BINARY:
+		return vtpu_check_binary(c, in, kind);
 	}
 	return vtpu_check_elementwise(c, in, kind);
 }

@@ -2,10 +2,11 @@
 /*
  * Description: jobs on the emulated cores — SUBMIT, JOB_WAIT, syncobjs,
  * profiles, timeouts, concurrency, loops on the device (ISA version 4),
- * and what happens to a job's resources when its file or process goes
- * away. Results must equal, bit for bit,
- * the userspace executor's on the same program and inputs.
+ * the fused multiply-add (ISA version 5), and what happens to a job's
+ * resources when its file or process goes away. Results must equal, bit
+ * for bit, the userspace executor's on the same program and inputs.
  */
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -173,6 +174,94 @@ TEST_F(job, results_equal_userspace_executor_bit_for_bit)
 		EXPECT_FALSE(vtpu_mem_is(c.out.map, 0, sizeof(ref)));
 		compute_teardown(self->fd, &c);
 	}
+}
+
+/*
+ * BINARY MADD (ISA version 5) in the kernel: d = a b + d with b a column
+ * broadcast is libm's fmaf() of each element, rounded once, and the
+ * userspace executor's bits; the same program marked ISA version 4 is
+ * refused at SUBMIT.
+ */
+TEST_F(job, madd_is_fmaf_and_needs_isa_version_5)
+{
+	const unsigned int n = 24, nn = n * n;
+	struct vtpu_tile a = vtpu_tile_f32(0, n, n, n);
+	struct vtpu_tile d = vtpu_tile_f32(nn * 4, n, n, n);
+	struct vtpu_tile b = vtpu_tile_f32(2 * nn * 4, n, 1, 1);
+	static const __u32 access[2] = { VTPU_ACCESS_READ, VTPU_ACCESS_WRITE };
+	static float in[2 * 24 * 24 + 24], ref[24 * 24];
+	struct drm_vtpu_binding bind[2];
+	struct vtpu_exec_binding eb[2] = {
+		{ in, sizeof(in) }, { ref, sizeof(ref) },
+	};
+	struct vtpu_buf prog, ib, ob;
+	struct vtpu_prog_header *h;
+	struct vtpu_asm as;
+	int status = -1, bad = 0;
+	unsigned int i, j;
+	const float *out;
+	size_t size;
+	__u64 id;
+	void *p;
+
+	vtpu_asm_init(&as, (2 * nn + n) * 4, 2);
+	vtpu_asm_dma_load(&as, a, 0, 0, n * 4, VTPU_DT_F32);
+	vtpu_asm_dma_load(&as, d, 0, nn * 4, n * 4, VTPU_DT_F32);
+	vtpu_asm_dma_load(&as, b, 0, 2 * nn * 4, 4, VTPU_DT_F32);
+	vtpu_asm_binary(&as, VTPU_BINARY_MADD, d, a, b, VTPU_F_BCAST_COL);
+	vtpu_asm_dma_store(&as, d, 1, 0, n * 4, VTPU_DT_F32);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &size);
+	vtpu_asm_free(&as);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(in), DRM_VTPU_PLACEMENT_AUTO,
+				  &ib));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(ref),
+				  DRM_VTPU_PLACEMENT_HOST, &ob));
+	vtpu_fill_random(in, ARRAY_SIZE(in), 5);
+	memcpy(ib.map, in, sizeof(in));
+	bind[0] = (struct drm_vtpu_binding){ ib.handle, DRM_VTPU_BIND_READ, 0,
+					     sizeof(in) };
+	bind[1] = (struct drm_vtpu_binding){ ob.handle, DRM_VTPU_BIND_WRITE,
+					     0, sizeof(ref) };
+
+	struct vtpu_submit_args sa = {
+		.prog = &prog, .prog_size = size, .bind = bind, .nbind = 2,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &sa, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(0, vtpu_ref_run(p, size, eb, access, 2, self->q.vmem_size));
+	out = ob.map;
+	EXPECT_EQ(0, memcmp(ref, out, sizeof(ref)))
+		TH_LOG("kernel and userspace differ");
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < n; j++) {
+			float want = fmaf(in[i * n + j], in[2 * nn + i],
+					  in[nn + i * n + j]);
+
+			if (!memcmp(&want, &out[i * n + j], sizeof(want)) ||
+			    bad++)
+				continue;
+			TH_LOG("[%u][%u]: %a, want %a", i, j, out[i * n + j],
+			       want);
+		}
+	}
+	EXPECT_EQ(0, bad);
+
+	/* The same bytes as an ISA version 4 program. */
+	vtpu_buf_free(self->fd, &prog);
+	h = p;
+	h->isa_version = 4;
+	vtpu_asm_checksum(p, size);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &sa, &id));
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &ib);
+	vtpu_buf_free(self->fd, &ob);
 }
 
 TEST_F(job, profile_records_the_job)

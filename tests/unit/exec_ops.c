@@ -16,6 +16,7 @@
  *
  * Tolerances, per function:
  *   bit for bit: NEG ABS COPY RELU SQRT RECIP; ADD SUB MUL DIV MAX MIN;
+ *     MADD against libm's fmaf() (its NaNs as the executor documents);
  *     CMP; SELECT; FILL; IOTA; CONVERT; TRANSPOSE; DMA; REDUCE MAX MIN;
  *     MATMUL against the sequence of fused multiply-adds the executor
  *     documents (libm's fmaf: init, then + a[0]b[0], + a[1]b[1], ...,
@@ -909,11 +910,36 @@ static float ref_min(float x, float y)
 	return x < y ? x : y;
 }
 
-/* Exact for + - * /: double holds the f32 result before one rounding. */
-static int binary_ok(uint8_t sub, float x, float y, float got, double *err)
+/*
+ * MADD: libm's fmaf(), rounded once, and the NaN the executor documents
+ * (glibc's fmaf() on x86-64 gives the same): x's, else y's, else z's,
+ * quieted; else, for an invalid product or sum, the default NaN.
+ */
+static float ref_madd(float x, float y, float z)
+{
+	float r;
+
+	if (isnan(x))
+		return bits_f32(f32_bits(x) | 0x00400000);
+	if (isnan(y))
+		return bits_f32(f32_bits(y) | 0x00400000);
+	if (isnan(z))
+		return bits_f32(f32_bits(z) | 0x00400000);
+	r = fmaf(x, y, z);
+	return isnan(r) ? bits_f32(0xffc00000) : r;
+}
+
+/*
+ * Exact for + - * /: double holds the f32 result before one rounding.
+ * @z is what d held before (MADD adds it), bit for bit with its NaNs.
+ */
+static int binary_ok(uint8_t sub, float x, float y, float z, float got,
+		     double *err)
 {
 	*err = 0;
 	switch (sub) {
+	case VTPU_BINARY_MADD:
+		return same_float(got, ref_madd(x, y, z), 1);
 	case VTPU_BINARY_ADD:
 		return same_float(got, (float)((double)x + y), 0);
 	case VTPU_BINARY_SUB:
@@ -990,6 +1016,15 @@ static int check_elementwise(struct __test_metadata *_metadata, int kind,
 			for (j = 0; j < cols; j++)
 				if (!rng_below(5))
 					setf(&r, &a, i, j, getf(&r, &b, i, j));
+		/*
+		 * MADD reads d: numbers, some of them specials, and now and
+		 * then whatever bits VMEM held (NaNs of any payload too).
+		 */
+		for (i = 0; sub == VTPU_BINARY_MADD && place == OUT_OF_PLACE &&
+			    i < rows; i++)
+			for (j = 0; j < cols; j++)
+				if (rng_below(8))
+					setf(&r, &d, i, j, rng_value(-64, 64));
 		if (kind == ELT_SELECT && place == OUT_OF_PLACE)
 			for (i = 0; i < rows; i++)
 				for (j = 0; j < cols; j++)
@@ -1025,8 +1060,8 @@ static int check_elementwise(struct __test_metadata *_metadata, int kind,
 				int ok;
 
 				if (kind == ELT_BINARY) {
-					ok = binary_ok(sub, x[k], y[k], got,
-						       &err);
+					ok = binary_ok(sub, x[k], y[k], c[k],
+						       got, &err);
 				} else if (kind == ELT_CMP) {
 					want = cmp_ref(sub, x[k], y[k]);
 					ok = same_float(got, want, 1);
@@ -1057,6 +1092,7 @@ TEST(binary_div) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_BINARY, VTPU_BI
 TEST(binary_max) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_BINARY, VTPU_BINARY_MAX, 5)); }
 TEST(binary_min) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_BINARY, VTPU_BINARY_MIN, 6)); }
 TEST(binary_pow) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_BINARY, VTPU_BINARY_POW, 7)); }
+TEST(binary_madd) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_BINARY, VTPU_BINARY_MADD, 8)); }
 TEST(cmp_eq) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_CMP, VTPU_CMP_EQ, 11)); }
 TEST(cmp_ne) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_CMP, VTPU_CMP_NE, 12)); }
 TEST(cmp_lt) { ASSERT_EQ(0, check_elementwise(_metadata, ELT_CMP, VTPU_CMP_LT, 13)); }
@@ -1563,6 +1599,146 @@ TEST(matmul_fused_multiply_add_rounds_once)
 	}
 	EXPECT_EQ(0, run_outer_product(_metadata, &r, a, b, d, want));
 	free(want);
+	rig_fini(&r);
+}
+
+/*
+ * Runs MADD d = a b + d with broadcast @bcast (b's value @imm for
+ * BCAST_IMM) and counts the elements of d that differ from ref_madd() of
+ * the operands it held before, bit for bit, logging the first.
+ */
+static int run_madd(struct __test_metadata *_metadata, struct rig *r,
+		    uint16_t bcast, uint32_t imm, struct vtpu_tile a,
+		    struct vtpu_tile b, struct vtpu_tile d)
+{
+	uint32_t i, j, n = d.rows * d.cols;
+	float *x = malloc(sizeof(*x) * n), *y = malloc(sizeof(*y) * n);
+	float *z = malloc(sizeof(*z) * n);
+	int bad = 0;
+
+	if (!x || !y || !z)
+		abort();
+	for (i = 0; i < d.rows; i++) {
+		for (j = 0; j < d.cols; j++) {
+			x[i * d.cols + j] = getf(r, &a, i, j);
+			y[i * d.cols + j] = bcast_b(r, &b, bcast, imm, i, j);
+			z[i * d.cols + j] = getf(r, &d, i, j);
+		}
+	}
+	vtpu_asm_op(&r->as, VTPU_OP_BINARY, VTPU_BINARY_MADD, bcast, imm, d, a,
+		    b);
+	if (rig_run(r)) {
+		TH_LOG("rejected: %s", r->why);
+		bad = -1;
+	}
+	for (i = 0; !bad && i < d.rows; i++) {
+		for (j = 0; j < d.cols; j++) {
+			uint32_t k = i * d.cols + j;
+			float got = getf(r, &d, i, j);
+			float want = ref_madd(x[k], y[k], z[k]);
+
+			if (f32_bits(got) == f32_bits(want))
+				continue;
+			if (!bad++)
+				TH_LOG("bcast %#x [%u][%u]: fma(%a, %a, %a) = %a, want %a",
+				       bcast, i, j, x[k], y[k], z[k], got,
+				       want);
+		}
+	}
+	free(z);
+	free(y);
+	free(x);
+	return bad;
+}
+
+/*
+ * MADD is one fused multiply-add per element, libm's fmaf() rounded
+ * once, on every build (the SSE2 build emulates it), with every
+ * broadcast: subnormals, overflow, cancellation (d = -a b rounded,
+ * leaving the product's rounding error), infinities and NaNs.
+ */
+TEST(binary_madd_is_one_fused_multiply_add)
+{
+	const uint32_t rows = 37, cols = 53;
+	size_t mode;
+
+	for (mode = 0; mode < ARRAY_SIZE(bcast_modes); mode++) {
+		uint16_t bcast = bcast_modes[mode];
+		uint32_t i, j, imm = 0;
+		struct vtpu_tile a, b, d;
+		struct rig r;
+
+		rig_init(&r, 81 + mode);
+		a = rig_tile(&r, VTPU_DT_F32, rows, cols);
+		b = bcast_tile(&r, bcast, rows, cols);
+		d = rig_tile(&r, VTPU_DT_F32, rows, cols);
+		for (i = 0; i < b.rows; i++)
+			for (j = 0; j < b.cols; j++)
+				setf(&r, &b, i, j, hard_float());
+		if (bcast == VTPU_F_BCAST_IMM)
+			imm = f32_bits(1 + 0x1p-20f);
+		for (i = 0; i < rows; i++) {
+			for (j = 0; j < cols; j++) {
+				float x = hard_float();
+				float y = bcast_b(&r, &b, bcast, imm, i, j);
+				volatile float prod = x * y;
+
+				setf(&r, &a, i, j, x);
+				/* A third of them cancel: d is -x y rounded. */
+				setf(&r, &d, i, j,
+				     rng_below(3) ? hard_float() : -prod);
+			}
+		}
+		EXPECT_EQ(0, run_madd(_metadata, &r, bcast, imm, a, b, d));
+		rig_fini(&r);
+	}
+}
+
+/*
+ * Where rounding twice goes wrong (see matmul_fused_multiply_add_rounds_
+ * once): d has an odd last bit and a b is just under half its ulp, so a
+ * b + d rounded once is d, and the sum rounded to double first is the
+ * midpoint, which rounds to the even neighbour. Row 0 takes normal d
+ * across the exponent range; row 1 subnormal d (the emulation's sum is
+ * then a double far from f32's precision, and still rounds once), a b =
+ * 2^-150 (1 - 2^-46).
+ */
+TEST(binary_madd_rounds_once)
+{
+	const uint32_t cols = 44;
+	struct vtpu_tile a, b, d;
+	volatile double p;
+	uint32_t j;
+	struct rig r;
+
+	rig_init(&r, 83);
+	a = rig_tile(&r, VTPU_DT_F32, 2, cols);
+	b = rig_tile(&r, VTPU_DT_F32, 2, 1);
+	d = rig_tile(&r, VTPU_DT_F32, 2, cols);
+	setf(&r, &b, 0, 0, 1 + 0x1p-23f);
+	setf(&r, &b, 1, 0, ldexpf(1 - 0x1p-23f, -75));
+	for (j = 0; j < cols; j++) {
+		/* d in [2^(e+24), 2^(e+25)): its half ulp is 2^e */
+		uint32_t odd = (uint32_t)rng_below(1u << 22) * 2 + 1;
+		float c = ldexpf(1 + odd * 0x1p-23f, (int)j * 5 - 96);
+		/* an odd multiple of 2^-149 from 2^-137 up: subnormal */
+		float s = ldexpf((float)(odd >> 10 | 1u << 12 | 1), -149);
+
+		setf(&r, &a, 0, j, ldexpf(1 - 0x1p-23f, (int)j * 5 - 120));
+		setf(&r, &d, 0, j, j & 1 ? -c : c);
+		setf(&r, &a, 1, j, ldexpf(1 + 0x1p-23f, -75));
+		setf(&r, &d, 1, j, j & 1 ? -s : s);
+		/* The cases are what they say: once rounded, d itself. */
+		ASSERT_EQ(f32_bits(c), f32_bits(fmaf(getf(&r, &a, 0, j),
+						     1 + 0x1p-23f, c)));
+		ASSERT_EQ(f32_bits(s),
+			  f32_bits(fmaf(getf(&r, &a, 1, j),
+					ldexpf(1 - 0x1p-23f, -75), s)));
+		/* and the sum rounded to double first is not */
+		p = (double)getf(&r, &a, 1, j) * ldexpf(1 - 0x1p-23f, -75);
+		ASSERT_NE(f32_bits(s), f32_bits((float)(p + s)));
+	}
+	EXPECT_EQ(0, run_madd(_metadata, &r, VTPU_F_BCAST_COL, 0, a, b, d));
 	rig_fini(&r);
 }
 

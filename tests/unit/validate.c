@@ -1199,6 +1199,7 @@ static struct prog seed_all_ops(void)
 	vtpu_asm_binary(&as, VTPU_BINARY_SUB, y, z, row, VTPU_F_BCAST_ROW);
 	vtpu_asm_binary(&as, VTPU_BINARY_DIV, y, y, col, VTPU_F_BCAST_COL);
 	vtpu_asm_binary_imm(&as, VTPU_BINARY_POW, y, y, 0.5f);
+	vtpu_asm_binary(&as, VTPU_BINARY_MADD, z, y, col, VTPU_F_BCAST_COL);
 	vtpu_asm_cmp(&as, VTPU_CMP_LT, x, y, z, 0);
 	vtpu_asm_cmp_imm(&as, VTPU_CMP_GE, z, y, 0.0f);
 	vtpu_asm_select(&as, x, y, z, 0);
@@ -1914,6 +1915,70 @@ TEST(scalar_needs_isa_version_4)
 			free(p.buf);
 		}
 	}
+}
+
+/* BINARY MADD is ISA version 5's; the other functions are version 1's. */
+TEST(madd_needs_isa_version_5)
+{
+	struct vtpu_insn madd = op3(VTPU_OP_BINARY, VTPU_BINARY_MADD,
+				    VTPU_F_BCAST_COL, 0, F(0, 4, 4),
+				    F(64, 4, 4), F(128, 4, 1));
+	struct vtpu_insn mul = madd;
+	struct prog p;
+	uint32_t v;
+
+	mul.sub = VTPU_BINARY_MUL;
+	for (v = VTPU_ISA_VERSION_MIN; v <= VTPU_ISA_VERSION; v++) {
+		p = prog1(madd);
+		hdr(&p)->isa_version = v;
+		seal(&p);
+		if (v < 5) {
+			EXPECT_REJECTED(p, 0, "fused multiply-add needs ISA version 5");
+		} else {
+			EXPECT_VALID(p);
+		}
+		free(p.buf);
+		p = prog1(mul);
+		hdr(&p)->isa_version = v;
+		seal(&p);
+		EXPECT_VALID(p);
+		free(p.buf);
+	}
+}
+
+/*
+ * MADD reads d too: d exactly a, exactly b or apart from both, as for
+ * every elementwise instruction, never a part of either; a multiply and
+ * an add per element.
+ */
+TEST(madd_aliasing_and_flops)
+{
+	struct vtpu_insn madd = op3(VTPU_OP_BINARY, VTPU_BINARY_MADD, 0, 0,
+				    F(0, 4, 4), F(64, 4, 4), F(128, 4, 4));
+	struct vtpu_prog_info info;
+	struct prog p;
+
+	VALID1(madd);
+	REJECT1(madd, t.d.addr, 64 + 4, "destination partially overlaps a source");
+	REJECT1(madd, t.d.addr, 128 - 4, "destination partially overlaps a source");
+	madd.t.d = madd.t.a;
+	VALID1(madd);
+	REJECT1(madd, t.a.stride, 5, "destination partially overlaps a source");
+	madd.t.d = madd.t.b;
+	VALID1(madd);
+	REJECT1(madd, t.b.stride, 5, "destination partially overlaps a source");
+	/* a broadcast column inside d */
+	madd.flags = VTPU_F_BCAST_COL;
+	madd.t.d = F(0, 4, 4);
+	madd.t.b = F(128, 4, 1);
+	VALID1(madd);
+	REJECT1(madd, t.b.addr, 4, "destination partially overlaps a source");
+
+	p = prog1(op3(VTPU_OP_BINARY, VTPU_BINARY_MADD, VTPU_F_BCAST_IMM,
+		      vtpu_f32_bits(0.5f), F(0, 3, 5), F(64, 3, 5), NONE));
+	ASSERT_EQ(0, validate(&p, &info, NULL));
+	EXPECT_EQ(2u * 3 * 5, info.flops);
+	free(p.buf);
 }
 
 TEST(scalar_selector_flags_and_operands)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
 /*
- * vtpu program format and instruction set (ISA version 4).
+ * vtpu program format and instruction set (ISA version 5).
  *
  * This header is the contract between the compiler (which emits
  * programs), the kernel (which validates and executes them) and the
@@ -27,7 +27,12 @@
  *         op = identity or transpose.
  *   VPU   elementwise unary and binary functions with scalar, row and
  *         column broadcast, compare and select, row/column reductions,
- *         fill, iota, convert, transpose.
+ *         fill, iota, convert, transpose; and (ISA version 5) the fused
+ *         multiply-add BINARY MADD, d = a b + d rounded once, which reads
+ *         d as well: one pass over VMEM where a MUL and an ADD take two,
+ *         and one rounding where they take two. As for every elementwise
+ *         instruction, d is exactly a, exactly b or disjoint from both,
+ *         so every element's result depends on its own operands only.
  * SCALAR (ISA version 4) VTPU_SREGS s32 registers per core, zero when a
  *         job starts: loaded from VMEM (SLOAD), set and incremented
  *         (SSET, SADD), and tested by the branches (BRZ, BRNZ).
@@ -73,10 +78,11 @@ extern "C" {
 /*
  * ISA version 2 adds DMA_GATHER, version 3 lanes (LANE, BARRIER and
  * &vtpu_prog_header.lanes), version 4 scalar registers and branches
- * (SLOAD, SSET, SADD, BRZ, BRNZ, JUMP); validators take programs of
- * versions 1 to 4, each with only what its version has.
+ * (SLOAD, SSET, SADD, BRZ, BRNZ, JUMP), version 5 BINARY's fused
+ * multiply-add (VTPU_BINARY_MADD); validators take programs of versions
+ * 1 to 5, each with only what its version has.
  */
-#define VTPU_ISA_VERSION		4
+#define VTPU_ISA_VERSION		5
 #define VTPU_ISA_VERSION_MIN		1
 
 /* Limits every validator enforces. */

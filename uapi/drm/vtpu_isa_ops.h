@@ -21,7 +21,9 @@
  *              bounds-checked at run time (ISA version 2)
  *   MATMUL     d (+)= op(a) . op(b); d is MxN f32, op(a) MxK, op(b) KxN
  *   UNARY      d = f(a), f = enum vtpu_unary; same shape
- *   BINARY     d = a f b, f = enum vtpu_binary; b broadcast per flags
+ *   BINARY     d = a f b, f = enum vtpu_binary; b broadcast per flags;
+ *              MADD is d = a b + d, rounded once as C's fmaf() (ISA
+ *              version 5)
  *   CMP        d = (a f b) ? 1.0 : 0.0, f = enum vtpu_cmp
  *   SELECT     d = d != 0 ? a : b, b broadcast per flags
  *   REDUCE     d (op)= reduce_f(a) along an axis, f = enum vtpu_reduce
@@ -100,6 +102,7 @@ VTPU_BINARY(DIV)
 VTPU_BINARY(MAX)
 VTPU_BINARY(MIN)
 VTPU_BINARY(POW)
+VTPU_BINARY(MADD)
 #endif
 
 #ifdef VTPU_CMP

@@ -5,8 +5,9 @@
  * dwconv.c - P_DWCONV, the depthwise convolution: out[n][c] is input
  * channel c convolved with its own KH x KW kernel. There is nothing for
  * the MXU to contract, so the VPU does it: for each tap (kh, kw) one
- * multiply of a shifted window of the input by that tap's weights (a
- * column broadcast: one weight per channel) and one add into the sum.
+ * fused multiply-add (BINARY MADD) of a shifted window of the input by
+ * that tap's weights (a column broadcast: one weight per channel) into
+ * the sum, in one pass over it; the first tap's is a plain multiply.
  *
  * A band of input rows for a chunk of channels is loaded into VMEM, one
  * channel a row, with its padding (zeros), the padded rows end to end.
@@ -23,7 +24,8 @@
  * oh * Wq + ow. Rows of a phase are picked when they are loaded; columns
  * by transposing the band and back, taking every sw-th row.
  *
- * Each product and each sum is rounded to f32, taps in (kh, kw) order.
+ * Each tap's product and sum are rounded to f32 once (fmaf()), taps in
+ * (kh, kw) order.
  */
 #include <errno.h>
 
@@ -41,7 +43,7 @@ struct dw {
 	int nplanes;
 	struct loc x, w, out;
 	/* VMEM, in floats */
-	uint32_t raw, tr, planes, acc, tmp, wraw;
+	uint32_t raw, tr, planes, acc, wraw;
 	int64_t plane_len;	/* floats of one channel's plane */
 };
 
@@ -84,7 +86,7 @@ static int64_t raw_len(const struct dw *d, int64_t ohb)
 /* VMEM floats a band of @cc channels and @ohb output rows needs. */
 static int64_t band_floats(const struct dw *d, int64_t cc, int64_t ohb)
 {
-	int64_t n = cc * (2 * wide(d, ohb) + d->taps);
+	int64_t n = cc * (wide(d, ohb) + d->taps);
 
 	if (unit_stride(d))
 		return n + cc * plane_len(d, ohb);
@@ -117,8 +119,7 @@ static int pick(struct dw *d)
 	while (d->ohb < d->OH && fits(d, d->cc, d->ohb + 1))
 		d->ohb++;
 	d->acc = 0;
-	d->tmp = d->acc + d->cc * wide(d, d->ohb);
-	d->wraw = d->tmp + d->cc * wide(d, d->ohb);
+	d->wraw = d->acc + d->cc * wide(d, d->ohb);
 	d->raw = d->wraw + d->cc * d->taps;
 	d->plane_len = plane_len(d, d->ohb);
 	if (unit_stride(d)) {
@@ -230,7 +231,6 @@ static void band_out(struct dw *d, int64_t n, int64_t c0, int64_t cc,
 	struct emit *e = &d->c->e;
 	int64_t J = wide(d, ohb), es = dt_size(d->out.dt), kh, kw, t, r;
 	struct vtpu_tile acc = ftile(d->acc, cc, J, J);
-	struct vtpu_tile tmp = ftile(d->tmp, cc, J, J);
 	uint32_t at;
 
 	for (t = 0, kh = 0; kh < d->KH; kh++)
@@ -239,13 +239,11 @@ static void band_out(struct dw *d, int64_t n, int64_t c0, int64_t cc,
 			     plane_of(d, kh * d->dh % d->sh, kw * d->dw % d->sw) *
 			     cc * d->plane_len +
 			     (kh * d->dh / d->sh) * d->Wq + kw * d->dw / d->sw;
-			emit_op(e, VTPU_OP_BINARY, VTPU_BINARY_MUL,
-				VTPU_F_BCAST_COL, 0, t ? tmp : acc,
+			emit_op(e, VTPU_OP_BINARY,
+				t ? VTPU_BINARY_MADD : VTPU_BINARY_MUL,
+				VTPU_F_BCAST_COL, 0, acc,
 				ftile(at, cc, J, d->plane_len),
 				ftile(d->wraw + t, cc, 1, d->taps));
-			if (t)
-				emit_op(e, VTPU_OP_BINARY, VTPU_BINARY_ADD, 0, 0,
-					acc, acc, tmp);
 		}
 	for (r = 0; r < ohb; r++)
 		emit_dma(e, 1, ftile(d->acc + r * d->Wq, cc, d->OW, J),

@@ -512,6 +512,113 @@ TEST(depthwise_conv_every_window)
 }
 
 /*
+ * The sums of a depthwise convolution are fused: each output is its taps
+ * in (kh, kw) order, the first one's product rounded to f32, then
+ * fmaf(x, w, sum) a tap, one rounding each (BINARY MADD); padding
+ * enters as +0. Bit for bit, on a VMEM big enough for one band and on
+ * one so small that bands hold a row or two; and the same sums rounded
+ * twice a tap must differ somewhere, or the inputs test nothing.
+ */
+static void dwconv_ref(const float *x, const float *k, const int64_t *xi,
+		       const int64_t *ki, const struct vtpu_conv_params *p,
+		       int64_t oh_n, int64_t ow_n, bool fused, float *out)
+{
+	int64_t n, c, oh, ow, kh, kw, ih, iw, t;
+	volatile float prod;
+	float xv, acc;
+
+	for (n = 0; n < xi[0]; n++)
+	for (c = 0; c < xi[1]; c++)
+	for (oh = 0; oh < oh_n; oh++)
+	for (ow = 0; ow < ow_n; ow++) {
+		acc = 0;
+		for (t = 0, kh = 0; kh < ki[2]; kh++)
+			for (kw = 0; kw < ki[3]; kw++, t++) {
+				ih = oh * p->stride[0] + kh * p->dilation[0] -
+				     p->pad_lo[0];
+				iw = ow * p->stride[1] + kw * p->dilation[1] -
+				     p->pad_lo[1];
+				xv = ih < 0 || ih >= xi[2] || iw < 0 ||
+				     iw >= xi[3] ? 0.0f :
+				     x[((n * xi[1] + c) * xi[2] + ih) * xi[3] + iw];
+				prod = xv * k[(c * ki[2] + kh) * ki[3] + kw];
+				if (!t)
+					acc = prod;
+				else if (fused)
+					acc = fmaf(xv, k[(c * ki[2] + kh) * ki[3] + kw],
+						   acc);
+				else
+					acc = acc + prod;
+			}
+		out[((n * xi[1] + c) * oh_n + oh) * ow_n + ow] = acc;
+	}
+}
+
+TEST(depthwise_conv_sums_are_fused_multiply_adds)
+{
+	static const struct vtpu_conv_params ps[] = {
+		{ { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 5 },
+		{ { 2, 1 }, { 0, 2 }, { 1, 1 }, { 1, 2 }, 5 },
+	};
+	const struct vtpu_device_params *devs[] = { &dev_big, &dev_small };
+	unsigned int i, d;
+
+	rng = 777;
+	for (i = 0; i < ARRAY_SIZE(ps); i++)
+	for (d = 0; d < ARRAY_SIZE(devs); d++) {
+		int64_t xi[] = { 2, 5, 9, 8 }, ki[] = { 5, 1, 3, 3 }, oi[4];
+		struct vtpu_shape sx = f32(4, xi), sk = f32(4, ki);
+		struct vtpu_compile_options opts = { 0 };
+		struct vtpu_graph *g = vtpu_graph_new();
+		void *params[2], *outs[1] = { NULL };
+		struct vtpu_program *prog = NULL;
+		int64_t j, n, differ = 0, bad = 0;
+		float *want, *twice;
+		char err[256];
+		int x, k, y;
+
+		x = vtpu_g_parameter(g, 0, &sx, "x");
+		k = vtpu_g_parameter(g, 1, &sk, "k");
+		y = vtpu_g_conv2d(g, x, k, &ps[i]);
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(0, g->ir.errcode) TH_LOG("%s", g->ir.err);
+		ASSERT_EQ(1, count_lowered(_metadata, g, OP_P_DWCONV));
+		memcpy(oi, g->ir.nodes[y].shape.dims, sizeof(oi));
+		n = oi[0] * oi[1] * oi[2] * oi[3];
+		ASSERT_EQ(0, vtpu_compile(g, devs[d], &opts, &prog, err,
+					  sizeof(err))) TH_LOG("%s", err);
+		params[0] = random_tensor(&sx);
+		params[1] = random_tensor(&sk);
+		want = malloc(n * sizeof(*want));
+		twice = malloc(n * sizeof(*twice));
+		ASSERT_TRUE(params[0] && params[1] && want && twice);
+		dwconv_ref(params[0], params[1], xi, ki, &ps[i], oi[2], oi[3],
+			   true, want);
+		dwconv_ref(params[0], params[1], xi, ki, &ps[i], oi[2], oi[3],
+			   false, twice);
+		ASSERT_EQ(0, run_program(prog, devs[d], params, outs));
+		for (j = 0; j < n; j++) {
+			float got = ((float *)outs[0])[j];
+
+			differ += want[j] != twice[j];
+			if (!memcmp(&got, &want[j], sizeof(got)) || bad++)
+				continue;
+			TH_LOG("case %u, output %lld: %a, want %a", i,
+			       (long long)j, got, want[j]);
+		}
+		EXPECT_EQ(0, bad);
+		EXPECT_LT(0, differ);
+		free(twice);
+		free(want);
+		free(outs[0]);
+		free(params[1]);
+		free(params[0]);
+		vtpu_program_free(prog);
+		vtpu_graph_free(g);
+	}
+}
+
+/*
  * Windows dwconv.c does not take (a band wider than DWCONV_MAX_BAND, a
  * stride above 32) stay on the matmul path, and still compute right.
  */

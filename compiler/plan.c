@@ -443,7 +443,9 @@ static void materialise_reshape_roots(struct ir_graph *g)
 		if (g->nodes[i].op != OP_RESHAPE)
 			continue;
 		r = node_root(g, i);
-		if (g->nodes[r].arena == A_NONE && needs_memory(g, i))
+		/* a virtual view's readers read its source */
+		if (g->nodes[r].arena == A_NONE && !g->nodes[r].virt &&
+		    needs_memory(g, i))
 			g->nodes[r].arena = A_SCRATCH;
 	}
 }

@@ -38,7 +38,9 @@
  * operand of matmuls becomes virtual too when its columns are runs of
  * contiguous source elements (ir_mm_view()): the matmul then loads each
  * row of a B tile straight from the source, a DMA per run of output
- * rows, and the copy, KH*KW times its source, is never written.
+ * rows, and the copy, KH*KW times its source, is never written. So is
+ * the convolution's PAD when only such views read it: they load what
+ * lies inside its source and fill the rest.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -347,10 +349,63 @@ static bool read_as_b(const struct ir_graph *g, int v, int copy)
 }
 
 /*
+ * Whether view @n of a buffer [.., hp, wp] keeps each of its rows (runs
+ * along the last dimension) inside a row of the buffer, and its steps
+ * along rows inside a plane: a convolution's windows do. Strides that
+ * mix rows and columns count against both, conservatively.
+ */
+static bool view_in_rows(const struct ir_node *n, int64_t hp, int64_t wp)
+{
+	int64_t col = n->a.view.offset % wp, row = n->a.view.offset / wp % hp;
+	int64_t st, m;
+	int k;
+
+	for (k = 0; k < n->shape.rank; k++) {
+		st = n->a.view.stride[k];
+		m = n->shape.dims[k] - 1;
+		if (st % wp)
+			col += m * st;
+		else if (st / wp % hp)
+			row += m * (st / wp);
+	}
+	return col < wp && row < hp;
+}
+
+/*
+ * Whether PAD @v is read only by virtual im2col views, which can load
+ * its source and fill the rest of their B tiles with the pad value
+ * (fused.c): then it need not be materialised either. Not a crop
+ * (negative edges).
+ */
+static bool pad_read_through(const struct ir_graph *g, int v)
+{
+	const struct ir_node *n = &g->nodes[v];
+	int i, k, readers = 0;
+
+	if (n->op != OP_PAD || is_output(g, v) || n->shape.rank < 1)
+		return false;
+	for (k = 0; k < n->shape.rank; k++)
+		if (n->a.pad.lo[k] < 0 || n->a.pad.hi[k] < 0)
+			return false;
+	for (i = v + 1; i < g->n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++) {
+			if (g->nodes[i].in[k] != v)
+				continue;
+			if (!g->nodes[i].virt || is_broadcast(&g->nodes[i]) ||
+			    !view_in_rows(&g->nodes[i], n->shape.rank > 1 ?
+					  n->shape.dims[n->shape.rank - 2] : 1,
+					  n->shape.dims[n->shape.rank - 1]))
+				return false;
+			readers++;
+		}
+	return readers > 0;
+}
+
+/*
  * Marks the im2col views matmuls load through (see the top). Only
  * copies larger than their source: one that is not (a transpose, a
  * strided slice) costs one pass to materialise, and B tiles are cheaper
- * to load whole than run by run.
+ * to load whole than run by run; not broadcasts, virtual_views()' kind.
  */
 static void mm_views(struct ir_graph *g)
 {
@@ -359,13 +414,16 @@ static void mm_views(struct ir_graph *g)
 	for (v = 0; v < g->n; v++) {
 		const struct ir_node *n = &g->nodes[v];
 
-		if (n->op != OP_P_COPY || is_output(g, v) ||
+		if (n->op != OP_P_COPY || is_output(g, v) || is_broadcast(n) ||
 		    shape_elems(&n->shape) <=
 		    shape_elems(&g->nodes[n->in[0]].shape))
 			continue;
 		if (read_as_b(g, v, v))
 			g->nodes[v].virt = true;
 	}
+	for (v = 0; v < g->n; v++)
+		if (pad_read_through(g, v))
+			g->nodes[v].virt = true;
 }
 
 int pass_fuse(struct ir_graph *g, bool enable)

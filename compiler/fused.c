@@ -522,12 +522,19 @@ static int stored(const struct fk *k, int v)
 	return n->op != OP_RESHAPE && n->arena != A_NONE;
 }
 
-/* A loaded value, or what a virtual view of it (or of its alias) reads. */
+/*
+ * A loaded value, or what a virtual view of it (or of its alias) reads,
+ * through a virtual PAD under an im2col view.
+ */
 static int real(const struct fk *k, int v)
 {
 	int r = node_root(k->c->g, v);
 
-	return is_virt(k, r) ? k->c->g->nodes[r].in[0] : v;
+	if (!is_virt(k, r))
+		return v;
+	while (is_virt(k, r))
+		r = node_root(k->c->g, k->c->g->nodes[r].in[0]);
+	return r;
 }
 
 static int spans_meet(struct fk *k, int x, int y)
@@ -694,6 +701,8 @@ static void gen_chain(struct fk *k, int64_t n)
  */
 struct mm_bview {
 	const struct ir_node *view;	/* the P_COPY */
+	const struct ir_node *pad;	/* a virtual PAD it reads, or NULL */
+	uint32_t fill;			/* the pad value's f32 bits */
 	struct ir_mm_view g;
 	struct loc src;
 };
@@ -708,6 +717,19 @@ struct mm_tiles {
 	int64_t tm, tn, tk;
 };
 
+/* A PAD's value in an f32 tile, as its type holds it in memory. */
+static uint32_t pad_fill(const struct ir_node *p)
+{
+	uint32_t bits = pad_bits(p);
+	float f;
+
+	memcpy(&f, &bits, 4);
+	if (p->shape.type == VTPU_BF16)
+		f = vtpu_bf16_to_f32(vtpu_f32_to_bf16(f));
+	memcpy(&bits, &f, 4);
+	return bits;
+}
+
 /* The source offset of element @i of the view's dims [lo, hi), in elements. */
 static int64_t view_at(const struct ir_node *n, int lo, int hi, int64_t i)
 {
@@ -719,6 +741,71 @@ static int64_t view_at(const struct ir_node *n, int lo, int hi, int64_t i)
 		i /= n->shape.dims[d];
 	}
 	return off;
+}
+
+/*
+ * Rows [i0, i1) of a padded run that lie inside the source: those of
+ * index h0 + i * step in [lo, lo + n).
+ */
+static void clip_rows(int64_t h0, int64_t step, int64_t lo, int64_t n,
+		      int64_t *i0, int64_t *i1)
+{
+	*i0 = h0 >= lo ? 0 : cdiv(lo - h0, step);
+	*i1 = h0 >= lo + n ? 0 : (lo + n - 1 - h0) / step + 1;
+	if (*i1 < *i0)
+		*i1 = *i0;
+}
+
+/*
+ * A run of @rows x @cols elements of a virtual PAD's value, at padded
+ * element @at, rows @hstride apart, into VMEM at @dst (rows @cols
+ * apart, already filled with the pad value): the part inside the PAD's
+ * source, one DMA. fuse.c saw to it that no row of a run crosses a
+ * padded row; rows that do not step along the second last dimension
+ * within one plane (a batch's images, when the image has one row) go
+ * one at a time.
+ */
+static void pad_run(struct fk *k, const struct mm_bview *bv, int64_t at,
+		    int64_t rows, int64_t cols, int64_t hstride, uint32_t dst)
+{
+	const struct ir_node *p = bv->pad;
+	const struct vtpu_shape *xs = &k->c->g->nodes[p->in[0]].shape;
+	int r = p->shape.rank, d;
+	int64_t wp = p->shape.dims[r - 1], w = xs->dims[r - 1];
+	int64_t h = r > 1 ? xs->dims[r - 2] : 1, lw = p->a.pad.lo[r - 1];
+	int64_t lh = r > 1 ? p->a.pad.lo[r - 2] : 0, step = hstride / wp;
+	int64_t es = dt_size(bv->src.dt), idx[VTPU_MAX_RANK], rest = at;
+	int64_t i0, i1, c0, c1, so = 0, i;
+
+	for (d = r - 1; d >= 0; d--) {
+		idx[d] = rest % p->shape.dims[d];
+		rest /= p->shape.dims[d];
+	}
+	if (rows > 1 && (hstride % wp || r < 2 ||
+			 idx[r - 2] + (rows - 1) * step >= p->shape.dims[r - 2])) {
+		for (i = 0; i < rows; i++)
+			pad_run(k, bv, at + i * hstride, 1, cols, 0,
+				dst + i * cols * 4);
+		return;
+	}
+	for (d = 0; d < r - 2; d++) {
+		if (idx[d] < p->a.pad.lo[d] ||
+		    idx[d] >= p->a.pad.lo[d] + xs->dims[d])
+			return;		/* all padding */
+		so = so * xs->dims[d] + idx[d] - p->a.pad.lo[d];
+	}
+	clip_rows(r > 1 ? idx[r - 2] : 0, step ? step : 1, lh, h, &i0, &i1);
+	i1 = i1 < rows ? i1 : rows;
+	c0 = idx[r - 1] > lw ? idx[r - 1] : lw;
+	c1 = idx[r - 1] + cols < lw + w ? idx[r - 1] + cols : lw + w;
+	if (i0 >= i1 || c0 >= c1)
+		return;
+	so = (so * h + (r > 1 ? idx[r - 2] : 0) + i0 * step - lh) * w + c0 - lw;
+	emit_dma(&k->c->e, 0,
+		 vtile(dst + (i0 * cols + c0 - idx[r - 1]) * 4, i1 - i0,
+		       c1 - c0, cols, VTPU_DT_F32),
+		 bv->src.binding, bv->src.off + so * es,
+		 (i1 - i0 > 1 ? step * w : c1 - c0) * es, bv->src.dt);
 }
 
 /*
@@ -748,6 +835,11 @@ static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
 		if (k) {
 			at = v->a.view.offset + view_at(v, 0, g->split, r) +
 			     view_at(v, g->split, v->shape.rank, n);
+		}
+		if (k && bv->pad) {
+			pad_run(k, bv, at, rows, cols, rows > 1 ? g->hstride : 0,
+				dst + (n - n0) * 4);
+		} else if (k) {
 			emit_dma(&k->c->e, 0,
 				 vtile(dst + (n - n0) * 4, rows, cols, cols,
 				       VTPU_DT_F32),
@@ -870,11 +962,19 @@ static void mm_load(struct fk *k, int v, struct vtpu_tile t, int64_t r0,
 static void mm_load_b(struct fk *k, const struct mm_shape *s, int v,
 		      struct vtpu_tile B, int64_t r0, int64_t c0)
 {
-	int64_t i;
+	int64_t i, f;
 
 	if (!s->bv) {
 		mm_load(k, v, B, r0, c0, s->n);
 		return;
+	}
+	/* what the source lacks is the pad value; VPU tiles stay modest */
+	for (i = 0; s->bv->pad && i < B.rows; i += f) {
+		f = CG_TILE_ELEMS / B.cols;
+		f = f < B.rows - i ? f : B.rows - i;
+		emit_op(&k->c->e, VTPU_OP_FILL, 0, 0, s->bv->fill,
+			vtile(B.addr + i * B.stride * 4, f, B.cols, B.stride,
+			      VTPU_DT_F32), none, none);
 	}
 	for (i = 0; i < B.rows; i++)
 		bview_row(k, s->bv, r0 + i, c0, B.cols,
@@ -941,7 +1041,10 @@ static void gen_matmul(struct fk *k)
 
 	if (g->nodes[bn].virt) {
 		bv.view = &g->nodes[bn];
-		bv.src = loc_of(k->c, bv.view->in[0]);
+		bv.pad = &g->nodes[node_root(g, bv.view->in[0])];
+		bv.pad = bv.pad->virt ? bv.pad : NULL;
+		bv.src = loc_of(k->c, bv.pad ? bv.pad->in[0] : bv.view->in[0]);
+		bv.fill = bv.pad ? pad_fill(bv.pad) : 0;
 		if (s.tb || !ir_mm_view(g, bn, s.n, &bv.g)) {
 			cg_fail(k->c, EINVAL, "codegen: matmul %d cannot load its B view",
 				k->mm);

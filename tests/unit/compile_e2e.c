@@ -1338,15 +1338,18 @@ static int count_im2col(struct __test_metadata *_metadata,
 
 /*
  * Implicit GEMM: a convolution whose window rows are contiguous in its
- * (padded) input (stride and dilation 1 along the width) loads its
- * matmul's B tiles straight from the input, a DMA per run of output
- * rows, and has no im2col copy: no p_copy kernel but the transpose
- * to NCHW of a batch, and no scratch for KH*KW times the input. The products and their order are the im2col
- * path's, so the bits are those of the unfused program (which
- * materialises the copy), on VMEM so small that tiles cut output rows
- * (a row of 600 and tiles of fewer columns),
- * with a fused bias and relu, groups, a vertical stride and dilations,
- * batches, bf16. A horizontal stride keeps the copy.
+ * input (stride 1 along the width) loads its matmul's B tiles straight
+ * from the input, a DMA per run of output rows, and has no im2col copy
+ * (no p_copy kernel but a batch's transpose to NCHW) and no scratch for
+ * KH*KW times the input. Nor a pad kernel: B tiles are filled with
+ * zeros and get what lies inside the input (padding wider than the
+ * window: whole rows of zeros). The products and their order are the
+ * im2col path's, so the bits are those of the unfused program, which
+ * materialises both. On VMEM so small that tiles cut output rows (a
+ * row of 600 and tiles of fewer columns), with a fused bias and relu,
+ * groups, a vertical stride and dilations, batches (of images of one
+ * row too: ONNX's Conv1d, where runs of rows step from image to image),
+ * bf16. A horizontal stride keeps the copy.
  */
 TEST(conv_reads_its_windows_in_place)
 {
@@ -1366,6 +1369,10 @@ TEST(conv_reads_its_windows_in_place)
 		  { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_BF16, true },
 		{ { 1, 2, 3, 600 }, { 3, 2, 3, 3 },
 		  { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 2, 4, 1, 10 }, { 5, 4, 1, 3 },
+		  { { 1, 1 }, { 0, 1 }, { 0, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 1, 3, 5, 6 }, { 2, 3, 3, 3 },
+		  { { 1, 1 }, { 3, 0 }, { 1, 4 }, { 1, 1 }, 1 }, VTPU_F32, true },
 		{ { 1, 4, 12, 12 }, { 4, 4, 3, 3 },
 		  { { 1, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, false },
 	};
@@ -1412,6 +1419,7 @@ TEST(conv_reads_its_windows_in_place)
 			if (cs[c].x[0] == 1)
 				EXPECT_EQ(!cs[c].in_place,
 					  count_kernels(prog[0], "p_copy"));
+			EXPECT_EQ(!cs[c].in_place, count_kernels(prog[0], ":pad"));
 			/* the im2col matrix alone would be more */
 			if (cs[c].in_place)
 				EXPECT_LT(prog[0]->cost.scratch_bytes,

@@ -781,8 +781,8 @@ static void pad_run(struct fk *k, const struct mm_bview *bv, int64_t at,
 		idx[d] = rest % p->shape.dims[d];
 		rest /= p->shape.dims[d];
 	}
-	if (rows > 1 && (hstride % wp || r < 2 ||
-			 idx[r - 2] + (rows - 1) * step >= p->shape.dims[r - 2])) {
+	if (rows > 1 && (hstride % wp || r < 2 || idx[r - 2] +
+			 (rows - 1) * step >= p->shape.dims[r - 2])) {
 		for (i = 0; i < rows; i++)
 			pad_run(k, bv, at + i * hstride, 1, cols, 0,
 				dst + i * cols * 4);
@@ -844,7 +844,8 @@ static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
 				 vtile(dst + (n - n0) * 4, rows, cols, cols,
 				       VTPU_DT_F32),
 				 bv->src.binding, bv->src.off + at * es,
-				 (rows > 1 ? g->hstride : cols) * es, bv->src.dt);
+				 (rows > 1 ? g->hstride : cols) * es,
+				 bv->src.dt);
 		}
 		n += rows * cols;
 		cnt++;
@@ -931,11 +932,11 @@ static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best
 	for (tm = 1; tm; tm = next_cand(tm, s->m))
 		for (i = 0; i < nw; i++)
 			for (tk = 1; tk; tk = next_cand(tk, s->k)) {
-				if (k->nslots * tm * tn[i] + tm * tk + tk * tn[i] > V ||
-				    tm * tn[i] > CG_TILE_ELEMS)
+				if (k->nslots * tm * tn[i] + tm * tk +
+				    tk * tn[i] > V || tm * tn[i] > CG_TILE_ELEMS)
 					continue;
-				sc = mm_score(s, tm, tn[i], tk, 2 * k->nn + k->next,
-					      dmas[i]);
+				sc = mm_score(s, tm, tn[i], tk,
+					      2 * k->nn + k->next, dmas[i]);
 				if (!found || sc < bs) {
 					bs = sc;
 					best->tm = tm;
@@ -1046,7 +1047,8 @@ static void gen_matmul(struct fk *k)
 		bv.src = loc_of(k->c, bv.pad ? bv.pad->in[0] : bv.view->in[0]);
 		bv.fill = bv.pad ? pad_fill(bv.pad) : 0;
 		if (s.tb || !ir_mm_view(g, bn, s.n, &bv.g)) {
-			cg_fail(k->c, EINVAL, "codegen: matmul %d cannot load its B view",
+			cg_fail(k->c, EINVAL,
+				"codegen: matmul %d cannot load its B view",
 				k->mm);
 			return;
 		}

@@ -1395,7 +1395,8 @@ TEST(conv_reads_its_windows_in_place)
 		x = vtpu_g_parameter(g, 0, &sx, "x");
 		k = vtpu_g_parameter(g, 1, &sk, "k");
 		b = vtpu_g_parameter(g, 2, &sb, "b");
-		y = vtpu_g_convert(g, vtpu_g_conv2d(g, x, k, &cs[c].p), VTPU_F32);
+		y = vtpu_g_convert(g, vtpu_g_conv2d(g, x, k, &cs[c].p),
+				   VTPU_F32);
 		y = vtpu_g_unary(g, VTPU_RELU, vtpu_g_binary(g, VTPU_ADD, y,
 			vtpu_g_broadcast(g, b, 4,
 					 g->ir.nodes[y].shape.dims, bd)));
@@ -1419,14 +1420,17 @@ TEST(conv_reads_its_windows_in_place)
 			if (cs[c].x[0] == 1)
 				EXPECT_EQ(!cs[c].in_place,
 					  count_kernels(prog[0], "p_copy"));
-			EXPECT_EQ(!cs[c].in_place, count_kernels(prog[0], ":pad"));
+			EXPECT_EQ(!cs[c].in_place,
+				  count_kernels(prog[0], ":pad"));
 			/* the im2col matrix alone would be more */
 			if (cs[c].in_place)
 				EXPECT_LT(prog[0]->cost.scratch_bytes,
 					  (uint64_t)win * shape_elems(ys) /
 					  cs[c].k[0] / cs[c].x[0] * 4);
-			ASSERT_EQ(0, run_program(prog[0], devs[d], params, out[0]));
-			ASSERT_EQ(0, run_program(prog[1], devs[d], params, out[1]));
+			ASSERT_EQ(0, run_program(prog[0], devs[d], params,
+						 out[0]));
+			ASSERT_EQ(0, run_program(prog[1], devs[d], params,
+						 out[1]));
 			EXPECT_EQ(0, memcmp(out[0][0], out[1][0],
 					    shape_elems(ys) * 4));
 			free(out[0][0]);

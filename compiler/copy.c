@@ -520,7 +520,7 @@ static void fill_flat(struct cg *c, struct loc dst, int64_t n, uint32_t bits)
 		    loc_add(dst, full * w * es), 0);
 }
 
-static uint32_t pad_bits(const struct ir_node *n)
+uint32_t pad_bits(const struct ir_node *n)
 {
 	double v = n->a.pad.value;
 	float f = (float)v;

@@ -135,6 +135,20 @@ struct kcost {
 };
 
 /*
+ * The bytes a matmul reads for operand @v: an im2col view read through
+ * (fuse.c) is loaded window by window, its own size, not its source's.
+ */
+static double read_bytes(const struct ir_graph *g, const struct ir_node *n,
+			 int v, int src)
+{
+	while (g->nodes[v].op == OP_RESHAPE)
+		v = g->nodes[v].in[0];
+	if (n->op == OP_P_MATMUL && g->nodes[v].virt)
+		return node_bytes(&g->nodes[v]);
+	return node_bytes(&g->nodes[src]);
+}
+
+/*
  * Charges node @i to its kernel's slot in @kc: its FLOPs, its value if it
  * escapes (written once), and each operand from outside the kernel (read
  * once per kernel: @seen remembers the last slot that paid for a tensor).
@@ -155,7 +169,7 @@ static void charge(const struct ir_graph *g, int i, const int *slot,
 		    seen[src] == slot[i])
 			continue;
 		seen[src] = slot[i];
-		c->bytes += node_bytes(&g->nodes[src]);
+		c->bytes += read_bytes(g, n, n->in[k], src);
 	}
 }
 

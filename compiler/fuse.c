@@ -32,6 +32,15 @@
  * (node.kw on its root) and other operands must agree. A virtual
  * P_COPY emits no code and takes no memory, so a broadcast costs no
  * pass over HBM.
+ *
+ * Last, im2col views (implicit GEMM): a P_COPY that repeats its source's
+ * elements (a convolution's windows overlap) and is read only as the B
+ * operand of matmuls becomes virtual too when its columns are runs of
+ * contiguous source elements (ir_mm_view()): the matmul then loads each
+ * row of a B tile straight from the source, a DMA per run of output
+ * rows, and the copy, KH*KW times its source, is never written. So is
+ * the convolution's PAD when only such views read it: they load what
+ * lies inside its source and fill the rest.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -279,6 +288,144 @@ static void virtual_views(struct ir_graph *g, struct fuse *f)
 	}
 }
 
+bool ir_mm_view(const struct ir_graph *g, int v, int64_t ncols,
+		struct ir_mm_view *mv)
+{
+	const struct ir_node *n = &g->nodes[v];
+	int r = n->shape.rank, j = r, iw = -1, ih = -1, k;
+	int64_t prod = 1;
+
+	if (n->op != OP_P_COPY || ncols < 1 ||
+	    (n->shape.type != VTPU_F32 && n->shape.type != VTPU_BF16))
+		return false;
+	while (j > 0 && prod < ncols)
+		prod *= n->shape.dims[--j];
+	if (prod != ncols)
+		return false;
+	for (k = r - 1; k >= j; k--) {
+		if (n->shape.dims[k] == 1)
+			continue;
+		if (iw < 0) {
+			iw = k;
+		} else {
+			ih = k;
+			break;
+		}
+	}
+	/* the DMA moves rows of consecutive elements, no element stride */
+	if (iw >= 0 && n->a.view.stride[iw] != 1)
+		return false;
+	mv->split = j;
+	mv->w = iw >= 0 ? n->shape.dims[iw] : 1;
+	mv->h = ih >= 0 ? n->shape.dims[ih] : 1;
+	mv->hstride = ih >= 0 ? n->a.view.stride[ih] : 0;
+	return true;
+}
+
+/*
+ * Whether every reader of @v, through RESHAPEs, is a matmul that can
+ * load P_COPY @copy as its B (operand 1, not transposed) by rows.
+ */
+static bool read_as_b(const struct ir_graph *g, int v, int copy)
+{
+	struct ir_mm_view mv;
+	int i, k, readers = 0;
+
+	for (i = v + 1; i < g->n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++) {
+			const struct ir_node *n = &g->nodes[i];
+
+			if (n->in[k] != v)
+				continue;
+			readers++;
+			if (n->op == OP_RESHAPE && !is_output(g, i) &&
+			    read_as_b(g, i, copy))
+				continue;
+			if (n->op != OP_P_MATMUL || k != 1 || n->a.mm.trans_b ||
+			    !ir_mm_view(g, copy, n->shape.dims[2], &mv))
+				return false;
+		}
+	return readers > 0;
+}
+
+/*
+ * Whether view @n of a buffer [.., hp, wp] keeps each of its rows (runs
+ * along the last dimension) inside a row of the buffer, and its steps
+ * along rows inside a plane: a convolution's windows do. Strides that
+ * mix rows and columns count against both, conservatively.
+ */
+static bool view_in_rows(const struct ir_node *n, int64_t hp, int64_t wp)
+{
+	int64_t col = n->a.view.offset % wp, row = n->a.view.offset / wp % hp;
+	int64_t st, m;
+	int k;
+
+	for (k = 0; k < n->shape.rank; k++) {
+		st = n->a.view.stride[k];
+		m = n->shape.dims[k] - 1;
+		if (st % wp)
+			col += m * st;
+		else if (st / wp % hp)
+			row += m * (st / wp);
+	}
+	return col < wp && row < hp;
+}
+
+/*
+ * Whether PAD @v is read only by virtual im2col views, which can load
+ * its source and fill the rest of their B tiles with the pad value
+ * (fused.c): then it need not be materialised either. Not a crop
+ * (negative edges).
+ */
+static bool pad_read_through(const struct ir_graph *g, int v)
+{
+	const struct ir_node *n = &g->nodes[v];
+	int i, k, readers = 0;
+
+	if (n->op != OP_PAD || is_output(g, v) || n->shape.rank < 1)
+		return false;
+	for (k = 0; k < n->shape.rank; k++)
+		if (n->a.pad.lo[k] < 0 || n->a.pad.hi[k] < 0)
+			return false;
+	for (i = v + 1; i < g->n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++) {
+			if (g->nodes[i].in[k] != v)
+				continue;
+			if (!g->nodes[i].virt || is_broadcast(&g->nodes[i]) ||
+			    !view_in_rows(&g->nodes[i], n->shape.rank > 1 ?
+					  n->shape.dims[n->shape.rank - 2] : 1,
+					  n->shape.dims[n->shape.rank - 1]))
+				return false;
+			readers++;
+		}
+	return readers > 0;
+}
+
+/*
+ * Marks the im2col views matmuls load through (see the top). Only
+ * copies larger than their source: one that is not (a transpose, a
+ * strided slice) costs one pass to materialise, and B tiles are cheaper
+ * to load whole than run by run; not broadcasts, virtual_views()' kind.
+ */
+static void mm_views(struct ir_graph *g)
+{
+	int v;
+
+	for (v = 0; v < g->n; v++) {
+		const struct ir_node *n = &g->nodes[v];
+
+		if (n->op != OP_P_COPY || is_output(g, v) || is_broadcast(n) ||
+		    shape_elems(&n->shape) <=
+		    shape_elems(&g->nodes[n->in[0]].shape))
+			continue;
+		if (read_as_b(g, v, v))
+			g->nodes[v].virt = true;
+	}
+	for (v = 0; v < g->n; v++)
+		if (pad_read_through(g, v))
+			g->nodes[v].virt = true;
+}
+
 int pass_fuse(struct ir_graph *g, bool enable)
 {
 	struct fuse f;
@@ -305,8 +452,10 @@ int pass_fuse(struct ir_graph *g, bool enable)
 		if (enable && is_ew(&g->nodes[i]))
 			fuse_node(g, &f, i);
 	}
-	if (enable)
+	if (enable) {
 		virtual_views(g, &f);
+		mm_views(g);
+	}
 	for (i = 0; i < g->n; i++)
 		g->nodes[i].kernel = find(f.root, i);
 	/* a loop's results are made by its kernel, the loop itself */

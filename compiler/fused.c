@@ -21,6 +21,12 @@
  * immediate), and used through the ISA's broadcast flags; where an
  * instruction cannot take it as operand b, it is first expanded into a
  * full tile in VMEM.
+ *
+ * A matmul's B may be a virtual im2col view (fuse.c): each row of a B
+ * tile is then loaded straight from the convolution's input, a DMA per
+ * run of output rows. Such tiles pay per run they cut, so C tiles of
+ * whole rows grow past the MXU's width and take a MATMUL per
+ * CG_MM_DIM columns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -516,10 +522,19 @@ static int stored(const struct fk *k, int v)
 	return n->op != OP_RESHAPE && n->arena != A_NONE;
 }
 
-/* A loaded value, or what a virtual view of it reads. */
+/*
+ * A loaded value, or what a virtual view of it (or of its alias) reads,
+ * through a virtual PAD under an im2col view.
+ */
 static int real(const struct fk *k, int v)
 {
-	return is_virt(k, v) ? k->c->g->nodes[v].in[0] : v;
+	int r = node_root(k->c->g, v);
+
+	if (!is_virt(k, r))
+		return v;
+	while (is_virt(k, r))
+		r = node_root(k->c->g, k->c->g->nodes[r].in[0]);
+	return r;
 }
 
 static int spans_meet(struct fk *k, int x, int y)
@@ -678,22 +693,190 @@ static void gen_chain(struct fk *k, int64_t n)
 
 /* ---- matmul with epilogue ------------------------------------------------ */
 
+/*
+ * B read through a virtual im2col view (fuse.c): row r of B starts at
+ * the view's offset of r in the source, its columns come in runs
+ * (struct ir_mm_view), and each run of whole view rows, or part of one,
+ * is one DMA into the B tile.
+ */
+struct mm_bview {
+	const struct ir_node *view;	/* the P_COPY */
+	const struct ir_node *pad;	/* a virtual PAD it reads, or NULL */
+	uint32_t fill;			/* the pad value's f32 bits */
+	struct ir_mm_view g;
+	struct loc src;
+};
+
 struct mm_shape {
 	int64_t b, m, n, k;
 	int ta, tb;
+	const struct mm_bview *bv;	/* B through a view, or NULL */
 };
 
 struct mm_tiles {
 	int64_t tm, tn, tk;
 };
 
-/* Instructions weigh as much as ~1 KB of DMA in the executor. */
+/* A PAD's value in an f32 tile, as its type holds it in memory. */
+static uint32_t pad_fill(const struct ir_node *p)
+{
+	uint32_t bits = pad_bits(p);
+	float f;
+
+	memcpy(&f, &bits, 4);
+	if (p->shape.type == VTPU_BF16)
+		f = vtpu_bf16_to_f32(vtpu_f32_to_bf16(f));
+	memcpy(&bits, &f, 4);
+	return bits;
+}
+
+/* The source offset of element @i of the view's dims [lo, hi), in elements. */
+static int64_t view_at(const struct ir_node *n, int lo, int hi, int64_t i)
+{
+	int64_t off = 0;
+	int d;
+
+	for (d = hi - 1; d >= lo; d--) {
+		off += i % n->shape.dims[d] * n->a.view.stride[d];
+		i /= n->shape.dims[d];
+	}
+	return off;
+}
+
+/*
+ * Rows [i0, i1) of a padded run that lie inside the source: those of
+ * index h0 + i * step in [lo, lo + n).
+ */
+static void clip_rows(int64_t h0, int64_t step, int64_t lo, int64_t n,
+		      int64_t *i0, int64_t *i1)
+{
+	*i0 = h0 >= lo ? 0 : cdiv(lo - h0, step);
+	*i1 = h0 >= lo + n ? 0 : (lo + n - 1 - h0) / step + 1;
+	if (*i1 < *i0)
+		*i1 = *i0;
+}
+
+/*
+ * A run of @rows x @cols elements of a virtual PAD's value, at padded
+ * element @at, rows @hstride apart, into VMEM at @dst (rows @cols
+ * apart, already filled with the pad value): the part inside the PAD's
+ * source, one DMA. fuse.c saw to it that no row of a run crosses a
+ * padded row; rows that do not step along the second last dimension
+ * within one plane (a batch's images, when the image has one row) go
+ * one at a time.
+ */
+static void pad_run(struct fk *k, const struct mm_bview *bv, int64_t at,
+		    int64_t rows, int64_t cols, int64_t hstride, uint32_t dst)
+{
+	const struct ir_node *p = bv->pad;
+	const struct vtpu_shape *xs = &k->c->g->nodes[p->in[0]].shape;
+	int r = p->shape.rank, d;
+	int64_t wp = p->shape.dims[r - 1], w = xs->dims[r - 1];
+	int64_t h = r > 1 ? xs->dims[r - 2] : 1, lw = p->a.pad.lo[r - 1];
+	int64_t lh = r > 1 ? p->a.pad.lo[r - 2] : 0, step = hstride / wp;
+	int64_t es = dt_size(bv->src.dt), idx[VTPU_MAX_RANK], rest = at;
+	int64_t i0, i1, c0, c1, so = 0, i;
+
+	for (d = r - 1; d >= 0; d--) {
+		idx[d] = rest % p->shape.dims[d];
+		rest /= p->shape.dims[d];
+	}
+	if (rows > 1 && (hstride % wp || r < 2 || idx[r - 2] +
+			 (rows - 1) * step >= p->shape.dims[r - 2])) {
+		for (i = 0; i < rows; i++)
+			pad_run(k, bv, at + i * hstride, 1, cols, 0,
+				dst + i * cols * 4);
+		return;
+	}
+	for (d = 0; d < r - 2; d++) {
+		if (idx[d] < p->a.pad.lo[d] ||
+		    idx[d] >= p->a.pad.lo[d] + xs->dims[d])
+			return;		/* all padding */
+		so = so * xs->dims[d] + idx[d] - p->a.pad.lo[d];
+	}
+	clip_rows(r > 1 ? idx[r - 2] : 0, step ? step : 1, lh, h, &i0, &i1);
+	i1 = i1 < rows ? i1 : rows;
+	c0 = idx[r - 1] > lw ? idx[r - 1] : lw;
+	c1 = idx[r - 1] + cols < lw + w ? idx[r - 1] + cols : lw + w;
+	if (i0 >= i1 || c0 >= c1)
+		return;
+	so = (so * h + (r > 1 ? idx[r - 2] : 0) + i0 * step - lh) * w + c0 - lw;
+	emit_dma(&k->c->e, 0,
+		 vtile(dst + (i0 * cols + c0 - idx[r - 1]) * 4, i1 - i0,
+		       c1 - c0, cols, VTPU_DT_F32),
+		 bv->src.binding, bv->src.off + so * es,
+		 (i1 - i0 > 1 ? step * w : c1 - c0) * es, bv->src.dt);
+}
+
+/*
+ * Columns [n0, n0 + nt) of B's row @r into VMEM at @dst (f32, one after
+ * the other), run by run. Returns how many DMAs that takes; emits them
+ * unless @k is NULL (mm_pick() counts).
+ */
+static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
+			 int64_t n0, int64_t nt, uint32_t dst)
+{
+	const struct ir_mm_view *g = &bv->g;
+	const struct ir_node *v = bv->view;
+	int64_t n = n0, end = n0 + nt, rows, cols, at, cnt = 0;
+	int64_t es = dt_size(bv->src.dt);
+
+	while (n < end) {
+		rows = 1;
+		cols = g->w - n % g->w;
+		if (cols > end - n) {
+			cols = end - n;
+		} else if (cols == g->w && g->hstride >= g->w) {
+			/* whole runs, up to the end of their outer dimension */
+			rows = g->h - n / g->w % g->h;
+			if (rows > (end - n) / g->w)
+				rows = (end - n) / g->w;
+		}
+		if (k) {
+			at = v->a.view.offset + view_at(v, 0, g->split, r) +
+			     view_at(v, g->split, v->shape.rank, n);
+		}
+		if (k && bv->pad) {
+			pad_run(k, bv, at, rows, cols, rows > 1 ? g->hstride : 0,
+				dst + (n - n0) * 4);
+		} else if (k) {
+			emit_dma(&k->c->e, 0,
+				 vtile(dst + (n - n0) * 4, rows, cols, cols,
+				       VTPU_DT_F32),
+				 bv->src.binding, bv->src.off + at * es,
+				 (rows > 1 ? g->hstride : cols) * es,
+				 bv->src.dt);
+		}
+		n += rows * cols;
+		cnt++;
+	}
+	return cnt;
+}
+
+/* DMAs a row of B takes over all its column tiles of @tn. */
+static int64_t bview_dmas(const struct mm_shape *s, int64_t tn)
+{
+	int64_t n0, cnt = 0;
+
+	for (n0 = 0; n0 < s->n; n0 += tn)
+		cnt += bview_row(NULL, s->bv, 0, n0,
+				 s->n - n0 < tn ? s->n - n0 : tn, 0);
+	return cnt;
+}
+
+/*
+ * Instructions weigh as much as ~1 KB of DMA in the executor. A B
+ * through a view costs @bdmas DMAs a row of B per row of A tiles, and a
+ * C tile wider than the MXU takes a MATMUL per CG_MM_DIM columns.
+ */
 static double mm_score(const struct mm_shape *s, int64_t tm, int64_t tn,
-		       int64_t tk, int epi)
+		       int64_t tk, int epi, double bdmas)
 {
 	double nm = cdiv(s->m, tm), nn = cdiv(s->n, tn), nk = cdiv(s->k, tk);
 	double la = s->b * nm * (nk == 1 ? 1 : nn * nk), lb = s->b * nm * nn * nk;
-	double insns = la + lb + s->b * nm * nn * (nk + epi);
+	double mx = cdiv(tn, CG_MM_DIM);
+	double insns = la + (s->bv ? s->b * nm * s->k * bdmas : lb) +
+		       s->b * nm * nn * (nk * mx + epi);
 	double bytes = la * tm * tk * 4 + lb * tk * tn * 4;
 
 	return insns * 1024 + bytes;
@@ -708,22 +891,56 @@ static int64_t next_cand(int64_t t, int64_t dim)
 	return 2 * t < lim ? 2 * t : lim;
 }
 
+#define MM_VIEW_SPLITS	64
+
+/*
+ * Candidate widths of C tiles: powers of two up to the MXU's, and,
+ * with B through a view, whole runs: N in p tiles for p up to
+ * MM_VIEW_SPLITS, each rounded up to runs, as wide as a VPU tile
+ * allows (the MATMULs split it), since every tile costs a DMA per run
+ * it cuts. Returns how many, each with the DMAs a row of B takes.
+ */
+static int mm_widths(const struct mm_shape *s, int64_t *tn, int64_t *dmas)
+{
+	int64_t t, w = s->bv ? s->bv->g.w : 1, lim;
+	int n = 0, p, i;
+
+	for (t = 1; t; t = next_cand(t, s->n))
+		tn[n++] = t;
+	lim = s->n < CG_TILE_DIM ? s->n : CG_TILE_DIM;
+	for (p = 1; s->bv && p <= MM_VIEW_SPLITS; p++) {
+		t = cdiv(cdiv(s->n, p), w) * w;
+		t = t < s->n ? t : s->n;
+		for (i = 0; i < n && tn[i] != t; i++)
+			;
+		if (i == n && t <= lim)
+			tn[n++] = t;
+	}
+	for (i = 0; i < n; i++)
+		dmas[i] = s->bv ? bview_dmas(s, tn[i]) : 0;
+	return n;
+}
+
 static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best)
 {
-	int64_t V = k->c->vmem / 4, tm, tn, tk;
+	int64_t V = k->c->vmem / 4, tm, tk, tn[64 + MM_VIEW_SPLITS];
+	int64_t dmas[64 + MM_VIEW_SPLITS];
+	int nw = mm_widths(s, tn, dmas), i;
 	double sc, bs = 0;
 	int found = 0;
 
 	for (tm = 1; tm; tm = next_cand(tm, s->m))
-		for (tn = 1; tn; tn = next_cand(tn, s->n))
+		for (i = 0; i < nw; i++)
 			for (tk = 1; tk; tk = next_cand(tk, s->k)) {
-				if (k->nslots * tm * tn + tm * tk + tk * tn > V)
+				if (k->nslots * tm * tn[i] + tm * tk +
+				    tk * tn[i] > V || tm * tn[i] > CG_TILE_ELEMS)
 					continue;
-				sc = mm_score(s, tm, tn, tk, 2 * k->nn + k->next);
+				sc = mm_score(s, tm, tn[i], tk,
+					      2 * k->nn + k->next, dmas[i]);
 				if (!found || sc < bs) {
 					bs = sc;
 					best->tm = tm;
-					best->tn = tn;
+					best->tn = tn[i];
 					best->tk = tk;
 					found = 1;
 				}
@@ -742,6 +959,29 @@ static void mm_load(struct fk *k, int v, struct vtpu_tile t, int64_t r0,
 		 ld * es, l.dt);
 }
 
+/* B's rows [r0, r0 + B.rows), columns [c0, c0 + B.cols) (not transposed). */
+static void mm_load_b(struct fk *k, const struct mm_shape *s, int v,
+		      struct vtpu_tile B, int64_t r0, int64_t c0)
+{
+	int64_t i, f;
+
+	if (!s->bv) {
+		mm_load(k, v, B, r0, c0, s->n);
+		return;
+	}
+	/* what the source lacks is the pad value; VPU tiles stay modest */
+	for (i = 0; s->bv->pad && i < B.rows; i += f) {
+		f = CG_TILE_ELEMS / B.cols;
+		f = f < B.rows - i ? f : B.rows - i;
+		emit_op(&k->c->e, VTPU_OP_FILL, 0, 0, s->bv->fill,
+			vtile(B.addr + i * B.stride * 4, f, B.cols, B.stride,
+			      VTPU_DT_F32), none, none);
+	}
+	for (i = 0; i < B.rows; i++)
+		bview_row(k, s->bv, r0 + i, c0, B.cols,
+			  B.addr + i * B.stride * 4);
+}
+
 /*
  * One C tile: the K loop of loads and MATMULs. When K fits one step, A
  * stays in VMEM for the tiles after the first of its row (@fresh: the
@@ -752,7 +992,7 @@ static void mm_tile(struct fk *k, const struct mm_shape *s,
 		    int fresh)
 {
 	const struct ir_node *n = &k->c->g->nodes[k->mm];
-	int64_t mt = k->rows, nt = k->cols, k0, kt;
+	int64_t mt = k->rows, nt = k->cols, k0, kt, j, nj;
 	uint32_t abase = k->nslots * k->slot_elems * 4;
 	uint32_t bbase = abase + t->tm * t->tk * 4;
 	struct vtpu_tile A, B, C = val_tile(k, k->mm);
@@ -767,10 +1007,20 @@ static void mm_tile(struct fk *k, const struct mm_shape *s,
 		if (kt < s->k || n0 == 0 || fresh)
 			mm_load(k, n->in[0], A, s->ta ? b * s->k + k0 : b * s->m + m0,
 				s->ta ? m0 : k0, s->ta ? s->m : s->k);
-		mm_load(k, n->in[1], B, s->tb ? b * s->n + n0 : b * s->k + k0,
-			s->tb ? k0 : n0, s->tb ? s->k : s->n);
-		emit_op(&k->c->e, VTPU_OP_MATMUL, 0, fl | (k0 ? VTPU_F_ACC : 0),
-			0, C, A, B);
+		if (s->tb)
+			mm_load(k, n->in[1], B, b * s->n + n0, k0, s->k);
+		else
+			mm_load_b(k, s, n->in[1], B, b * s->k + k0, n0);
+		/* only B through a view has C tiles wider than the MXU */
+		for (j = 0; j < nt; j += CG_MM_DIM) {
+			nj = nt - j < CG_MM_DIM ? nt - j : CG_MM_DIM;
+			emit_op(&k->c->e, VTPU_OP_MATMUL, 0,
+				fl | (k0 ? VTPU_F_ACC : 0), 0,
+				vtile(C.addr + j * 4, C.rows, nj, C.stride,
+				      VTPU_DT_F32),
+				A, s->tb ? B : vtile(B.addr + j * 4, kt, nj, nt,
+						     VTPU_DT_F32));
+		}
 	}
 }
 
@@ -787,7 +1037,23 @@ static void gen_matmul(struct fk *k)
 	struct mm_tiles t = { 1, 1, 1 };
 	int64_t b, m0, n0, tiles, i = 0;
 	uint32_t lane, last = UINT32_MAX;
+	int bn = node_root(g, n->in[1]);
+	struct mm_bview bv;
 
+	if (g->nodes[bn].virt) {
+		bv.view = &g->nodes[bn];
+		bv.pad = &g->nodes[node_root(g, bv.view->in[0])];
+		bv.pad = bv.pad->virt ? bv.pad : NULL;
+		bv.src = loc_of(k->c, bv.pad ? bv.pad->in[0] : bv.view->in[0]);
+		bv.fill = bv.pad ? pad_fill(bv.pad) : 0;
+		if (s.tb || !ir_mm_view(g, bn, s.n, &bv.g)) {
+			cg_fail(k->c, EINVAL,
+				"codegen: matmul %d cannot load its B view",
+				k->mm);
+			return;
+		}
+		s.bv = &bv;
+	}
 	if (mm_pick(k, &s, &t))
 		return;
 	k->slot_elems = t.tm * t.tn;

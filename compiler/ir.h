@@ -169,8 +169,9 @@ struct ir_node {
 	/* Set by passes. */
 	int kernel;		/* fusion: id of the kernel it belongs to */
 	/*
-	 * fusion: a broadcast P_COPY that is never materialised: every
-	 * reader loads its source through the view (fused.c)
+	 * fusion: a P_COPY that is never materialised: every reader loads
+	 * its source through the view (fused.c). A broadcast read by
+	 * elementwise nodes, or an im2col view read as a matmul's B.
 	 */
 	bool virt;
 	int64_t kw;		/* fusion, on a kernel's root: the row width
@@ -325,6 +326,21 @@ enum ir_bcast { BC_NONE, BC_SCALAR, BC_ROW, BC_COL };
 bool ir_view_linear(const struct ir_node *n, int lo, int hi, int64_t *step);
 enum ir_bcast ir_bcast_class(const struct ir_graph *g, int v, int64_t w,
 			     int64_t *rstride);
+/*
+ * How P_COPY @v, read as the B operand [.., K, @ncols] of a matmul (its
+ * elements in row-major order are B's), loads by rows: B's rows index
+ * the copy's dims [0, split), its columns the rest, whose innermost
+ * dimension of size > 1 is contiguous in the source: runs of @w
+ * elements, @h of them @hstride elements apart (h 1: no such outer
+ * dimension). False when the columns are no such runs (a strided
+ * convolution's window) or the source is not a float the DMA can load.
+ */
+struct ir_mm_view {
+	int split;
+	int64_t w, h, hstride;
+};
+bool ir_mm_view(const struct ir_graph *g, int v, int64_t ncols,
+		struct ir_mm_view *mv);
 
 /* ---- tile.c, plan.c, codegen.c, emit.c, cost.c -------------------------- */
 

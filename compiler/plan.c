@@ -316,12 +316,17 @@ static uint64_t lower_bound(const struct buf *bufs, int n, int nk)
 	return lb;
 }
 
-/* The buffer reading @v reads: a virtual view's is its source's. */
+/*
+ * The buffer reading @v reads: a virtual view's is its source's (a
+ * virtual PAD under an im2col view: the PAD's source).
+ */
 static int read_root(const struct ir_graph *g, int v)
 {
 	int r = node_root(g, v);
 
-	return g->nodes[r].virt ? node_root(g, g->nodes[r].in[0]) : r;
+	while (g->nodes[r].virt)
+		r = node_root(g, g->nodes[r].in[0]);
+	return r;
 }
 
 /* Liveness of each scratch root, in kernel positions. */
@@ -443,7 +448,9 @@ static void materialise_reshape_roots(struct ir_graph *g)
 		if (g->nodes[i].op != OP_RESHAPE)
 			continue;
 		r = node_root(g, i);
-		if (g->nodes[r].arena == A_NONE && needs_memory(g, i))
+		/* a virtual view's readers read its source */
+		if (g->nodes[r].arena == A_NONE && !g->nodes[r].virt &&
+		    needs_memory(g, i))
 			g->nodes[r].arena = A_SCRATCH;
 	}
 }

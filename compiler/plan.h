@@ -152,6 +152,8 @@ void copy_flat(struct cg *c, struct loc src, struct loc dst, int64_t n);
 void gen_p_copy(struct cg *c, int v);
 void gen_concat(struct cg *c, int v);
 void gen_pad(struct cg *c, int v);
+/* PAD @n's value as a FILL of its type writes it: f32 bits, s32 saturated. */
+uint32_t pad_bits(const struct ir_node *n);
 void gen_gather(struct cg *c, int v);
 
 /* dwconv.c */

@@ -1399,4 +1399,162 @@ TEST(a_fault_in_one_lane_stops_them_all)
 	free(mem);
 }
 
+/* Kernels of @prog whose TRACE name contains @what (the meta strings). */
+static int count_kernels(const struct vtpu_program *prog, const char *what)
+{
+	const struct vtpu_prog_header *h = prog->binary;
+	const char *meta = (const char *)prog->binary + h->header_size +
+			   h->code_size + h->const_size;
+	uint32_t at;
+	int n = 0;
+
+	for (at = 0; at < h->meta_size; at += strlen(meta + at) + 1)
+		n += !!strstr(meta + at, what);
+	return n;
+}
+
+/*
+ * Materialised copies that repeat elements of their source without a
+ * broadcast (no stride 0): im2col matrices, in @g lowered and fused.
+ */
+static int count_im2col(struct __test_metadata *_metadata,
+			struct vtpu_graph *g)
+{
+	struct ir_graph *low = ir_clone(&g->ir);
+	int i, k, n = 0;
+	bool bcast;
+
+	ASSERT_NE(NULL, low);
+	ASSERT_EQ(0, pass_lower(low));
+	ASSERT_EQ(0, pass_simplify(low));
+	ASSERT_EQ(0, pass_fuse(low, true));
+	for (i = 0; i < low->n; i++) {
+		const struct ir_node *x = &low->nodes[i];
+
+		if (x->op != OP_P_COPY || x->virt ||
+		    shape_elems(&x->shape) <=
+		    shape_elems(&low->nodes[x->in[0]].shape))
+			continue;
+		for (bcast = false, k = 0; k < x->shape.rank; k++)
+			bcast |= x->shape.dims[k] > 1 && !x->a.view.stride[k];
+		n += !bcast;
+	}
+	vtpu_graph_free((struct vtpu_graph *)low);
+	return n;
+}
+
+/*
+ * Implicit GEMM: a convolution whose window rows are contiguous in its
+ * input (stride 1 along the width) loads its matmul's B tiles straight
+ * from the input, a DMA per run of output rows, and has no im2col copy
+ * (no p_copy kernel but a batch's transpose to NCHW) and no scratch for
+ * KH*KW times the input. Nor a pad kernel: B tiles are filled with
+ * zeros and get what lies inside the input (padding wider than the
+ * window: whole rows of zeros). The products and their order are the
+ * im2col path's, so the bits are those of the unfused program, which
+ * materialises both. On VMEM so small that tiles cut output rows (a
+ * row of 600 and tiles of fewer columns), with a fused bias and relu,
+ * groups, a vertical stride and dilations, batches (of images of one
+ * row too: ONNX's Conv1d, where runs of rows step from image to image),
+ * bf16. A horizontal stride keeps the copy.
+ */
+TEST(conv_reads_its_windows_in_place)
+{
+	static const struct {
+		int64_t x[4], k[4];
+		struct vtpu_conv_params p;
+		enum vtpu_type t;
+		bool in_place;
+	} cs[] = {
+		{ { 1, 16, 12, 10 }, { 8, 16, 3, 3 },
+		  { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 2, 6, 9, 7 }, { 4, 3, 3, 2 },
+		  { { 2, 1 }, { 2, 0 }, { 1, 1 }, { 2, 2 }, 2 }, VTPU_F32, true },
+		{ { 1, 4, 40, 37 }, { 6, 4, 5, 3 },
+		  { { 1, 1 }, { 2, 1 }, { 2, 1 }, { 1, 3 }, 1 }, VTPU_F32, true },
+		{ { 2, 5, 11, 13 }, { 7, 5, 3, 3 },
+		  { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_BF16, true },
+		{ { 1, 2, 3, 600 }, { 3, 2, 3, 3 },
+		  { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 2, 4, 1, 10 }, { 5, 4, 1, 3 },
+		  { { 1, 1 }, { 0, 1 }, { 0, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 1, 3, 5, 6 }, { 2, 3, 3, 3 },
+		  { { 1, 1 }, { 3, 0 }, { 1, 4 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 1, 4, 12, 12 }, { 4, 4, 3, 3 },
+		  { { 1, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, false },
+	};
+	const struct vtpu_device_params *devs[] = { &dev_big, &dev_small };
+	struct vtpu_compile_options fused = { 0 }, unfused = { .no_fusion = 1 };
+	unsigned int c, d;
+
+	for (c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		struct vtpu_shape sx = f32(4, cs[c].x), sk = f32(4, cs[c].k);
+		struct vtpu_graph *g = vtpu_graph_new();
+		int64_t db[] = { cs[c].k[0] };
+		struct vtpu_shape sb = f32(1, db);
+		int bd[] = { 1 }, x, k, b, y;
+		int64_t win = cs[c].x[0] * cs[c].x[1] * cs[c].k[2] * cs[c].k[3];
+		void *params[3], *out[2][1] = { { 0 } };
+		struct vtpu_program *prog[2] = { 0 };
+		char err[256];
+
+		sx.type = sk.type = cs[c].t;
+		x = vtpu_g_parameter(g, 0, &sx, "x");
+		k = vtpu_g_parameter(g, 1, &sk, "k");
+		b = vtpu_g_parameter(g, 2, &sb, "b");
+		y = vtpu_g_convert(g, vtpu_g_conv2d(g, x, k, &cs[c].p),
+				   VTPU_F32);
+		y = vtpu_g_unary(g, VTPU_RELU, vtpu_g_binary(g, VTPU_ADD, y,
+			vtpu_g_broadcast(g, b, 4,
+					 g->ir.nodes[y].shape.dims, bd)));
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(NULL, vtpu_graph_error(g));
+		EXPECT_EQ(!cs[c].in_place, count_im2col(_metadata, g));
+		params[0] = random_tensor(&sx);
+		params[1] = random_tensor(&sk);
+		params[2] = random_tensor(&sb);
+		for (d = 0; d < 2; d++) {
+			const struct vtpu_shape *ys = &g->ir.nodes[y].shape;
+
+			TH_LOG("case %u, %s VMEM", c, d ? "small" : "big");
+			ASSERT_EQ(0, vtpu_compile(g, devs[d], &fused, &prog[0],
+						  err, sizeof(err)))
+				TH_LOG("%s", err);
+			ASSERT_EQ(0, vtpu_compile(g, devs[d], &unfused, &prog[1],
+						  err, sizeof(err)))
+				TH_LOG("%s", err);
+			/* a batch adds copies: NCHW, the bias over it */
+			if (cs[c].x[0] == 1)
+				EXPECT_EQ(!cs[c].in_place,
+					  count_kernels(prog[0], "p_copy"));
+			EXPECT_EQ(!cs[c].in_place,
+				  count_kernels(prog[0], ":pad"));
+			/* the im2col matrix alone would be more */
+			if (cs[c].in_place)
+				EXPECT_LT(prog[0]->cost.scratch_bytes,
+					  (uint64_t)win * shape_elems(ys) /
+					  cs[c].k[0] / cs[c].x[0] * 4);
+			ASSERT_EQ(0, run_program(prog[0], devs[d], params,
+						 out[0]));
+			ASSERT_EQ(0, run_program(prog[1], devs[d], params,
+						 out[1]));
+			EXPECT_EQ(0, memcmp(out[0][0], out[1][0],
+					    shape_elems(ys) * 4));
+			free(out[0][0]);
+			free(out[1][0]);
+			vtpu_program_free(prog[0]);
+			vtpu_program_free(prog[1]);
+		}
+		/* bf16 sums rounded, then a bias: cancellation near zero */
+		if (cs[c].t == VTPU_BF16)
+			CHECK(g, &dev_small, 5e-2, 1e-2);
+		else
+			CHECK(g, &dev_small, 1e-5, 1e-4);
+		free(params[0]);
+		free(params[1]);
+		free(params[2]);
+		vtpu_graph_free(g);
+	}
+}
+
 TEST_HARNESS_MAIN

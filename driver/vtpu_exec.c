@@ -720,15 +720,26 @@ static __always_inline VTPU_VF vtpu_vmaxmin(bool max, VTPU_VF x, VTPU_VF y)
 	return vtpu_vnan2(x, y, vtpu_vblend(eq, z, r));
 }
 
+/*
+ * vtpu_vnan2() where @r, x op y, has a NaN lane: an operand's NaN always
+ * makes one, so a vector of numbers skips the selections (as MADD).
+ */
+static __always_inline VTPU_VF vtpu_vnan2_cold(VTPU_VF x, VTPU_VF y, VTPU_VF r)
+{
+	if (likely(!vtpu_vany_nan(r)))
+		return r;
+	return vtpu_vnan2(x, y, r);
+}
+
 static __always_inline VTPU_VF vtpu_vbinary_fn(u8 sub, VTPU_VF x, VTPU_VF y)
 {
 	switch (sub) {
 	case VTPU_BINARY_ADD:
-		return vtpu_vnan2(x, y, x + y);
+		return vtpu_vnan2_cold(x, y, x + y);
 	case VTPU_BINARY_SUB:
 		return x - y;
 	case VTPU_BINARY_MUL:
-		return vtpu_vnan2(x, y, x * y);
+		return vtpu_vnan2_cold(x, y, x * y);
 	case VTPU_BINARY_DIV:
 		return x / y;
 	case VTPU_BINARY_MAX:

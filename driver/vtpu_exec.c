@@ -264,7 +264,6 @@ static inline float vtpu_minf(float x, float y)
 #define VTPU_LN2_LO	0.00000000019082149292705877
 #define VTPU_LOG2E	1.4426950408889634
 #define VTPU_SQRT2	1.4142135623730951
-#define VTPU_SQRT1_2	0.7071067811865476
 
 /*
  * e^x for |x| <= 700, POW's: x = n ln2 + r with |r| <= ln2 / 2, and e^r

@@ -1861,8 +1861,8 @@ static __always_inline void vtpu_mm_store(float *p, VTPU_VF v)
  */
 static __always_inline void vtpu_mm_block(const u32 rows, const bool bf16,
 					  u32 kc, const u8 *a, size_t ars,
-					  size_t acs, const float *p, float *c,
-					  size_t cs, bool load)
+					  size_t acs, const float *p, size_t ps,
+					  float *c, size_t cs, bool load)
 {
 	VTPU_VF acc[VTPU_MR][VTPU_NV], b[VTPU_NV], s;
 	u32 r, v, k;
@@ -1873,7 +1873,7 @@ static __always_inline void vtpu_mm_block(const u32 rows, const bool bf16,
 		for (v = 0; v < VTPU_NV; v++)
 			acc[r][v] = load ? vtpu_vload(c + r * cs + v * VTPU_VW) :
 				    (VTPU_VF){};
-	for (k = 0; k < kc; k++, a += acs, p += VTPU_NR) {
+	for (k = 0; k < kc; k++, a += acs, p += ps) {
 #pragma GCC unroll 4
 		for (v = 0; v < VTPU_NV; v++)
 			b[v] = vtpu_vload(p + v * VTPU_VW);
@@ -1895,60 +1895,64 @@ static __always_inline void vtpu_mm_block(const u32 rows, const bool bf16,
 static __always_inline void vtpu_mm_block_rows(const u32 rows,
 					       const struct vtpu_mm *mm,
 					       u32 kc, const u8 *a,
-					       const float *p, float *c,
-					       size_t cs, bool load)
+					       const float *p, size_t ps,
+					       float *c, size_t cs, bool load)
 {
 	if (mm->a.bf16)
-		vtpu_mm_block(rows, true, kc, a, mm->a.rs, mm->a.cs, p, c, cs,
-			      load);
+		vtpu_mm_block(rows, true, kc, a, mm->a.rs, mm->a.cs, p, ps, c,
+			      cs, load);
 	else
-		vtpu_mm_block(rows, false, kc, a, mm->a.rs, mm->a.cs, p, c, cs,
-			      load);
+		vtpu_mm_block(rows, false, kc, a, mm->a.rs, mm->a.cs, p, ps, c,
+			      cs, load);
 }
 
-/* One instance per block height, so remainders run at full speed too. */
+/*
+ * One instance per block height, so remainders run at full speed too.
+ * @p's rows are @ps floats apart: VTPU_NR in a packed panel, b's own
+ * stride when the block reads b in place.
+ */
 static void vtpu_mm_kernel(const struct vtpu_mm *mm, u32 rows, u32 kc,
-			   const u8 *a, const float *p, float *c, size_t cs,
-			   bool load)
+			   const u8 *a, const float *p, size_t ps, float *c,
+			   size_t cs, bool load)
 {
 	switch (rows) {
 	case 1:
-		vtpu_mm_block_rows(1, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(1, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 2:
-		vtpu_mm_block_rows(2, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(2, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 3:
-		vtpu_mm_block_rows(3, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(3, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 4:
-		vtpu_mm_block_rows(4, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(4, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 5:
-		vtpu_mm_block_rows(5, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(5, mm, kc, a, p, ps, c, cs, load);
 		break;
 #if VTPU_MR > 6
 	case 6:
-		vtpu_mm_block_rows(6, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(6, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 7:
-		vtpu_mm_block_rows(7, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(7, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 8:
-		vtpu_mm_block_rows(8, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(8, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 9:
-		vtpu_mm_block_rows(9, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(9, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 10:
-		vtpu_mm_block_rows(10, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(10, mm, kc, a, p, ps, c, cs, load);
 		break;
 	case 11:
-		vtpu_mm_block_rows(11, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(11, mm, kc, a, p, ps, c, cs, load);
 		break;
 #endif
 	default:
-		vtpu_mm_block_rows(VTPU_MR, mm, kc, a, p, c, cs, load);
+		vtpu_mm_block_rows(VTPU_MR, mm, kc, a, p, ps, c, cs, load);
 		break;
 	}
 }
@@ -1964,7 +1968,7 @@ static void vtpu_mm_kernel_edge(struct vtpu_exec *e, const struct vtpu_mm *mm,
 	BUILD_BUG_ON(VTPU_MR > VTPU_EXEC_MR_MAX || VTPU_NR > VTPU_EXEC_NR_MAX);
 	for (r = 0; load && r < rows; r++)
 		memcpy(c + r * VTPU_NR, d + r * mm->ds, nr * sizeof(*c));
-	vtpu_mm_kernel(mm, rows, kc, a, p, c, VTPU_NR, load);
+	vtpu_mm_kernel(mm, rows, kc, a, p, VTPU_NR, c, VTPU_NR, load);
 	for (r = 0; r < rows; r++)
 		memcpy(d + r * mm->ds, c + r * VTPU_NR, nr * sizeof(*c));
 }
@@ -2021,27 +2025,86 @@ static void vtpu_mm_pack(const struct vtpu_mm *mm, float *p, u32 kb, u32 kc,
 				 VTPU_NR * (VTPU_KC * VTPU_W_PACK + \
 					    VTPU_MC * VTPU_W_D) + VTPU_W_PIECE)
 
+/*
+ * Whether a panel of b is read in place rather than packed: when d has a
+ * single block of rows, so the panel would serve one block only, and b is
+ * f32 with its columns adjacent, as a packed panel's are. A matrix-vector
+ * product (an RNN's step, a batch of one) then passes b once instead of
+ * three times; the sums are the same, in the same order.
+ */
+static bool vtpu_mm_in_place(const struct vtpu_mm *mm, u32 nr)
+{
+	return mm->m <= VTPU_MR && nr == VTPU_NR && !mm->b.bf16 &&
+	       mm->b.cs == sizeof(float) && !(mm->b.rs % sizeof(float));
+}
+
 static void vtpu_mm_piece(struct vtpu_exec *e, const struct vtpu_mm *mm,
 			  u32 kb, u32 kc, u32 jb, u32 nr, u32 ib, u32 mc)
 {
 	float *p = (float *)e->pack;
 	bool load = mm->acc || kb;
+	size_t ps = VTPU_NR;
 	u32 i, rows;
 	const u8 *a;
 	float *d;
 
 	BUILD_BUG_ON(VTPU_KC > VTPU_EXEC_KC || VTPU_NR > VTPU_EXEC_NR_MAX);
-	if (!ib)
+	if (vtpu_mm_in_place(mm, nr)) {
+		p = (float *)(mm->b.base + kb * mm->b.rs + jb * mm->b.cs);
+		ps = mm->b.rs / sizeof(float);
+	} else if (!ib) {
 		vtpu_mm_pack(mm, p, kb, kc, jb, nr);
+	}
 	for (i = ib; i < ib + mc; i += VTPU_MR) {
 		rows = min_t(u32, VTPU_MR, ib + mc - i);
 		a = mm->a.base + i * mm->a.rs + kb * mm->a.cs;
 		d = mm->d + i * mm->ds + jb;
 		if (nr == VTPU_NR)
-			vtpu_mm_kernel(mm, rows, kc, a, p, d, mm->ds, load);
+			vtpu_mm_kernel(mm, rows, kc, a, p, ps, d, mm->ds, load);
 		else
 			vtpu_mm_kernel_edge(e, mm, rows, nr, kc, a, p, d, load);
 	}
+}
+
+/*
+ * A d of one row, b read in place (vtpu_mm_in_place()): VTPU_ROW_NV
+ * vectors of the row at once, so that as many chains of multiply-adds
+ * run side by side (a block of one row has only VTPU_NV of them, too few
+ * to hide an FMA's latency). Each element's sum is still its own, in k
+ * order.
+ */
+#define VTPU_ROW_NV	(4 * VTPU_NV)
+#define VTPU_ROW_COLS	(VTPU_ROW_NV * VTPU_VW)
+
+static bool vtpu_mm_row_fits(const struct vtpu_mm *mm, u32 jb)
+{
+	return mm->m == 1 && mm->n - jb >= VTPU_ROW_COLS &&
+	       vtpu_mm_in_place(mm, VTPU_NR);
+}
+
+static void vtpu_mm_row(const struct vtpu_mm *mm, u32 kb, u32 kc, u32 jb)
+{
+	const u8 *a = mm->a.base + kb * mm->a.cs;
+	const float *p = (const float *)(mm->b.base + kb * mm->b.rs) + jb;
+	size_t ps = mm->b.rs / sizeof(float);
+	float *d = mm->d + jb;
+	bool load = mm->acc || kb;
+	VTPU_VF acc[VTPU_ROW_NV], s;
+	u32 k, v;
+
+#pragma GCC unroll 16
+	for (v = 0; v < VTPU_ROW_NV; v++)
+		acc[v] = load ? vtpu_vload(d + v * VTPU_VW) : (VTPU_VF){};
+	for (k = 0; k < kc; k++, a += mm->a.cs, p += ps) {
+		s = vtpu_splat(vtpu_mm_load(a, mm->a.bf16));
+#pragma GCC unroll 16
+		for (v = 0; v < VTPU_ROW_NV; v++)
+			acc[v] = vtpu_vmadd(s, vtpu_vload(p + v * VTPU_VW),
+					    acc[v]);
+	}
+#pragma GCC unroll 16
+	for (v = 0; v < VTPU_ROW_NV; v++)
+		vtpu_mm_store(d + v * VTPU_VW, acc[v]);
 }
 
 static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
@@ -2078,13 +2141,24 @@ static bool vtpu_exec_matmul(struct vtpu_exec *e, const struct vtpu_insn *in)
 	BUILD_BUG_ON(VTPU_W_INSN + VTPU_MM_PIECE_MAX > VTPU_EXEC_PIECE_MAX);
 	while (c->k < mm.k) {
 		kc = min_t(u32, VTPU_KC, mm.k - c->k);
-		nr = min_t(u32, VTPU_NR, mm.n - c->j);
-		mc = min_t(u32, VTPU_MC, mm.m - c->i);
-		vtpu_mm_piece(e, &mm, c->k, kc, c->j, nr, c->i, mc);
-		e->work += (u64)mc * kc * (w + VTPU_W_A) +
-			   VTPU_NR * ((c->i ? 0 : kc * VTPU_W_PACK) +
-				      mc * VTPU_W_D) + VTPU_W_PIECE;
-		c->i += VTPU_MC;
+		if (vtpu_mm_row_fits(&mm, c->j)) {
+			vtpu_mm_row(&mm, c->k, kc, c->j);
+			e->work += (u64)kc * (w * (VTPU_ROW_COLS / VTPU_NR) +
+					      VTPU_W_A) +
+				   VTPU_ROW_COLS * VTPU_W_D + VTPU_W_PIECE;
+			/* on as after the last of the panels it covered */
+			c->j += VTPU_ROW_COLS - VTPU_NR;
+			c->i = mm.m;
+		} else {
+			nr = min_t(u32, VTPU_NR, mm.n - c->j);
+			mc = min_t(u32, VTPU_MC, mm.m - c->i);
+			vtpu_mm_piece(e, &mm, c->k, kc, c->j, nr, c->i, mc);
+			e->work += (u64)mc * kc * (w + VTPU_W_A) +
+				   VTPU_NR * ((c->i || vtpu_mm_in_place(&mm, nr) ?
+					       0 : kc * VTPU_W_PACK) +
+					      mc * VTPU_W_D) + VTPU_W_PIECE;
+			c->i += VTPU_MC;
+		}
 		if (c->i >= mm.m) {
 			c->i = 0;
 			c->j += VTPU_NR;

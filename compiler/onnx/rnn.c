@@ -58,18 +58,18 @@ struct rnn {
 };
 
 /*
- * One direction unrolled (@reverse: from the last step back): per step
- * one matmul of the input and one of the hidden state against all the
- * gates' weights at once, then the gates' elementwise formulas from the
+ * One direction unrolled (@reverse: from the last step back): one matmul
+ * of every step's input against all the gates' weights, then per step one
+ * of the hidden state, then the gates' elementwise formulas from the
  * ONNX operator definitions. Leaves the last states in @d->h and @d->c.
  */
 static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 		  bool reverse)
 {
 	static const int tr2[2] = { 1, 0 };
-	int cell = l->cell, ng = l->ng, wt, rt, bw = -1, br = -1;
+	int cell = l->cell, ng = l->ng, wt, rt, bw = -1, br = -1, gxs;
 	int hprev = d->h, cprev = d->c, peep = d->peep;
-	int64_t hs = l->hs, t2[2], t4[4];
+	int64_t hs = l->hs, t2[2], t3[3], t4[4];
 
 	wt = onnx_chk(c, vtpu_g_transpose(c->g, d->w, tr2));	/* [input, G * H] */
 	rt = onnx_chk(c, vtpu_g_transpose(c->g, d->r, tr2));	/* [H, G * H] */
@@ -87,22 +87,34 @@ static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 	}
 	if (wt < 0 || rt < 0 || hprev < 0 || (cell == CELL_LSTM && cprev < 0))
 		return -EINVAL;
+	/*
+	 * The input's part of every step does not depend on the state: one
+	 * matmul of all the steps' rows at once (each element the same sum
+	 * as a step's own matmul would give), so its weights pass once and
+	 * a step's matmul is only the state's.
+	 */
+	t2[0] = l->seq * l->batch, t2[1] = l->in;
+	gxs = onnx_reshape(c, l->x, 2, t2);
+	gxs = gxs < 0 ? gxs : onnx_matmul(c, gxs, wt);
+	if (gxs >= 0 && bw >= 0)
+		gxs = onnx_binary(c, VTPU_ADD, gxs, bw);
+	t3[0] = l->batch_first ? l->batch : l->seq;
+	t3[1] = l->batch_first ? l->seq : l->batch;
+	t3[2] = ng * hs;
+	gxs = gxs < 0 ? gxs : onnx_reshape(c, gxs, 3, t3);
+	if (gxs < 0)
+		return -EINVAL;
 	for (int64_t k = 0; k < l->seq; k++) {
 		int64_t t = reverse ? l->seq - 1 - k : k;
 		int64_t st[3] = { 0 }, lim[3], step[3] = { 1, 1, 1 };
-		int xt, gx, gh, h;
+		int gx, gh, h;
 
-		lim[0] = l->batch_first ? l->batch : l->seq;
-		lim[1] = l->batch_first ? l->seq : l->batch;
-		lim[2] = l->in;
+		memcpy(lim, t3, sizeof(lim));
 		st[l->batch_first ? 1 : 0] = t;
 		lim[l->batch_first ? 1 : 0] = t + 1;
-		xt = onnx_chk(c, vtpu_g_slice(c->g, l->x, st, lim, step));
-		xt = xt < 0 ? xt : onnx_reshape(c, xt, 2, (int64_t[2]){ l->batch, l->in });
-		gx = xt < 0 ? xt : onnx_matmul(c, xt, wt);
+		gx = onnx_chk(c, vtpu_g_slice(c->g, gxs, st, lim, step));
+		gx = gx < 0 ? gx : onnx_reshape(c, gx, 2, (int64_t[2]){ l->batch, ng * hs });
 		gh = onnx_matmul(c, hprev, rt);
-		if (gx >= 0 && bw >= 0)
-			gx = onnx_binary(c, VTPU_ADD, gx, bw);
 		if (gh >= 0 && br >= 0)
 			gh = onnx_binary(c, VTPU_ADD, gh, br);
 		if (gx < 0 || gh < 0)

@@ -1431,6 +1431,35 @@ TEST(matmul_large_blocks)
 				  VTPU_DT_BF16, VTPU_F_TRANS_B | VTPU_F_ACC, 4));
 }
 
+/*
+ * Few rows of d: b's panels are read in place, and a d of one row goes
+ * several panels at once, then panel by panel, then an edge panel. Wide
+ * enough for every vector width's pieces, k past a panel's depth, each
+ * with and without ACC, a transposed a or b, and bf16 operands (packed).
+ */
+TEST(matmul_few_rows_read_b_in_place)
+{
+	static const uint32_t shapes[][3] = {
+		{ 1, 512, 128 }, { 1, 611, 300 }, { 1, 97, 70 }, { 1, 160, 1 },
+		{ 2, 300, 129 }, { 5, 257, 64 }, { 12, 200, 40 },
+	};
+	int s, fl, bad = 0;
+
+	for (s = 0; s < (int)ARRAY_SIZE(shapes); s++)
+	for (fl = 0; fl < 16; fl++) {
+		uint16_t flags = (fl & 1 ? VTPU_F_ACC : 0) |
+				 (fl & 2 ? VTPU_F_TRANS_A : 0) |
+				 (fl & 4 ? VTPU_F_TRANS_B : 0);
+		uint8_t adt = fl & 8 ? VTPU_DT_BF16 : VTPU_DT_F32;
+		uint8_t bdt = fl == 9 ? VTPU_DT_BF16 : VTPU_DT_F32;
+
+		bad += check_matmul(_metadata, shapes[s][0], shapes[s][1],
+				    shapes[s][2], adt, bdt, flags,
+				    700 + s * 16 + fl);
+	}
+	ASSERT_EQ(0, bad);
+}
+
 TEST(matmul_random_shapes)
 {
 	int iter, bad = 0;

@@ -2350,6 +2350,164 @@ static u32 vtpu_exec_shard(struct vtpu_exec *e, const struct vtpu_insn *in)
 	return vtpu_shard_elems(in, e->shards, ways, w ? w : VTPU_W_GELU, min);
 }
 
+/*
+ * Runs of taps. A BINARY MUL or MADD followed by MADDs into the same d,
+ * every b a column broadcast, is how a depthwise convolution adds up its
+ * taps (compiler/dwconv.c): one instruction, one pass over d, per tap.
+ * Such a run goes as one pass instead, each vector of d in a register
+ * through all of the run's products. Every element still goes through
+ * the same operations in the same order as the instructions one by one
+ * would take it through, so the bits are the same; that needs d apart
+ * from every a and b (then no instruction of the run reads what an
+ * earlier one wrote), which vtpu_taps_count() checks. The NaN selections
+ * of MUL and MADD change only lanes whose result is a NaN, and a NaN
+ * result stays one to the end of the run, so a block of d without one
+ * skips them; a block with one is done again, step by step.
+ */
+#define VTPU_TAPS_MAX	32
+#define VTPU_W_TAP	VTPU_W_SIMPLE	/* per element and tap, in registers */
+
+static bool vtpu_tiles_apart(const struct vtpu_tile *x,
+			     const struct vtpu_tile *y)
+{
+	u64 xe = x->addr + ((u64)(x->rows - 1) * x->stride + x->cols) *
+			   vtpu_esize(x->dtype);
+	u64 ye = y->addr + ((u64)(y->rows - 1) * y->stride + y->cols) *
+			   vtpu_esize(y->dtype);
+
+	return xe <= y->addr || ye <= x->addr;
+}
+
+static bool vtpu_tiles_same(const struct vtpu_tile *x,
+			    const struct vtpu_tile *y)
+{
+	return x->addr == y->addr && x->rows == y->rows &&
+	       x->cols == y->cols && x->stride == y->stride &&
+	       x->dtype == y->dtype;
+}
+
+/* The instructions of the run of taps that starts at @in: 0, or >= 2. */
+static u32 vtpu_taps_count(const struct vtpu_exec *e,
+			   const struct vtpu_insn *in)
+{
+	u32 left = min_t(u32, e->prog->insn_count - e->pc, VTPU_TAPS_MAX);
+	const struct vtpu_insn *t;
+	u32 n;
+
+	if (in->op != VTPU_OP_BINARY || in->flags != VTPU_F_BCAST_COL ||
+	    (in->sub != VTPU_BINARY_MUL && in->sub != VTPU_BINARY_MADD))
+		return 0;
+	for (n = 0, t = in; n < left; n++, t++)
+		if (t->op != VTPU_OP_BINARY || t->flags != VTPU_F_BCAST_COL ||
+		    (n && t->sub != VTPU_BINARY_MADD) ||
+		    !vtpu_tiles_same(&t->t.d, &in->t.d) ||
+		    !vtpu_tiles_apart(&in->t.d, &t->t.a) ||
+		    !vtpu_tiles_apart(&in->t.d, &t->t.b))
+			break;
+	return n >= 2 ? n : 0;
+}
+
+/* @w <= VTPU_VW lanes of the run, step by step as its instructions go. */
+static __always_inline VTPU_VF vtpu_taps_exact(const float *const *a,
+					       const float *b, u32 taps,
+					       bool mul, const float *d,
+					       u32 at, u32 w)
+{
+	VTPU_VF x, y = vtpu_splat(b[0]);
+	u32 t;
+
+	x = vtpu_vload_n(a[0] + at, w);
+	x = mul ? vtpu_vnan2_cold(x, y, x * y) : vtpu_vmadd_nan(x, y,
+						vtpu_vload_n(d + at, w));
+	for (t = 1; t < taps; t++)
+		x = vtpu_vmadd_nan(vtpu_vload_n(a[t] + at, w),
+				   vtpu_splat(b[t]), x);
+	return x;
+}
+
+/*
+ * Columns [@j, @j + @n) of row @r of the run of @taps instructions at
+ * @in: VTPU_XBLK vectors at a time, enough chains of multiply-adds to
+ * hide their latency.
+ */
+static void vtpu_taps_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
+			      u32 taps, u32 r, u32 j, u32 n)
+{
+	const float *a[VTPU_TAPS_MAX];
+	float b[VTPU_TAPS_MAX], *d = vtpu_frow(e, &in->t.d, r);
+	bool mul = in->sub == VTPU_BINARY_MUL;
+	VTPU_VF x[VTPU_XBLK], y;
+	u32 t, v, end = j + n, w;
+
+	for (t = 0; t < taps; t++) {
+		a[t] = vtpu_frow(e, &in[t].t.a, r);
+		b[t] = vtpu_frow(e, &in[t].t.b, r)[0];
+	}
+	for (; j + VTPU_XBLK * VTPU_VW <= end; j += VTPU_XBLK * VTPU_VW) {
+		y = vtpu_splat(b[0]);
+#pragma GCC unroll 4
+		for (v = 0; v < VTPU_XBLK; v++)
+			x[v] = mul ? vtpu_vload(a[0] + j + v * VTPU_VW) * y :
+			       vtpu_vmadd(vtpu_vload(a[0] + j + v * VTPU_VW),
+					  y, vtpu_vload(d + j + v * VTPU_VW));
+		for (t = 1; t < taps; t++) {
+			y = vtpu_splat(b[t]);
+#pragma GCC unroll 4
+			for (v = 0; v < VTPU_XBLK; v++)
+				x[v] = vtpu_vmadd(vtpu_vload(a[t] + j +
+							     v * VTPU_VW),
+						  y, x[v]);
+		}
+#pragma GCC unroll 4
+		for (v = 0; v < VTPU_XBLK; v++) {
+			if (unlikely(vtpu_vany_nan(x[v])))
+				x[v] = vtpu_taps_exact(a, b, taps, mul, d,
+						       j + v * VTPU_VW,
+						       VTPU_VW);
+			vtpu_vstore(d + j + v * VTPU_VW, x[v]);
+		}
+	}
+	for (; j < end; j += w) {
+		w = min_t(u32, VTPU_VW, end - j);
+		vtpu_vstore_n(d + j, vtpu_taps_exact(a, b, taps, mul, d, j, w),
+			      w);
+	}
+}
+
+/*
+ * The run of @taps instructions at @in, from e->cur on; e->cur.k holds
+ * @taps while it is under way. True when done.
+ */
+static bool vtpu_exec_taps(struct vtpu_exec *e, const struct vtpu_insn *in,
+			   u32 taps)
+{
+	const struct vtpu_tile *d = &in->t.d;
+	u32 i = e->cur.i, j = e->cur.j, n, weight = taps * VTPU_W_TAP;
+	u32 width = VTPU_CHUNK / weight;
+	u64 work = e->work;
+
+	while (i < d->rows) {
+		n = min_t(u32, width, d->cols - j);
+		vtpu_taps_segment(e, in, taps, i, j, n);
+		work += (u64)n * weight + VTPU_W_PIECE;
+		j += n;
+		if (j == d->cols) {
+			j = 0;
+			i++;
+		}
+		if (work >= e->budget && i < d->rows) {
+			e->cur.i = i;
+			e->cur.j = j;
+			e->cur.k = taps;
+			e->work = work;
+			return false;
+		}
+	}
+	memset(&e->cur, 0, sizeof(e->cur));
+	e->work = work;
+	return true;
+}
+
 /* Runs @in from e->cur on: true when done, false when the budget ran out. */
 static bool vtpu_exec_insn(struct vtpu_exec *e, const struct vtpu_insn *in)
 {
@@ -2507,6 +2665,23 @@ int VTPU_EXEC_CAT(vtpu_exec_step, VTPU_EXEC_ISA)(struct vtpu_exec *e,
 			if (e->fault)
 				return e->fault;
 			/* a loop's every pass counts: the budget slices it */
+			if (e->work >= e->budget)
+				break;
+			continue;
+		}
+		/*
+		 * A run of taps, new or under way (e->cur.k: a BINARY has no
+		 * other use for it), counts as its instructions.
+		 */
+		n = 0;
+		if (in->op == VTPU_OP_BINARY)
+			n = e->cur.k ? e->cur.k : !e->cur.i && !e->cur.j ?
+			    vtpu_taps_count(e, in) : 0;
+		if (n) {
+			if (!vtpu_exec_taps(e, in, n))
+				return 0;
+			e->pc += n;
+			e->insns += n;
 			if (e->work >= e->budget)
 				break;
 			continue;

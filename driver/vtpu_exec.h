@@ -37,7 +37,8 @@ struct vtpu_exec_binding {
  * struct vtpu_exec_cursor - where a partly executed instruction resumes
  * @i: row (MATMUL: first row of the next block of d; TRANSPOSE: block row)
  * @j: column (MATMUL: first column of the next block of d)
- * @k: MATMUL: first step of k of the next block
+ * @k: MATMUL: first step of k of the next block; BINARY: the instructions
+ *	of the run of taps under way (vtpu_exec_taps())
  * @acc: REDUCE over columns: the row's partial result so far (f32 bits)
  *
  * All zero between instructions.

@@ -1771,6 +1771,120 @@ TEST(binary_madd_rounds_once)
 	rig_fini(&r);
 }
 
+/* MUL: the product rounded once, x's NaN, else y's, else the default. */
+static float ref_mul(float x, float y)
+{
+	float r;
+
+	if (isnan(x))
+		return bits_f32(f32_bits(x) | 0x00400000);
+	if (isnan(y))
+		return bits_f32(f32_bits(y) | 0x00400000);
+	r = (float)((double)x * y);
+	return isnan(r) ? bits_f32(0xffc00000) : r;
+}
+
+/*
+ * A depthwise convolution's taps (compiler/dwconv.c): @mul ? MUL : MADD
+ * into d, then MADDs, tap t's a the window of one plane at column
+ * (t / 3) * pitch + t % 3, its b column t of a weight tile (BCAST_COL).
+ * Tap @self (if below @taps) reads d itself instead, which makes the
+ * instructions run one by one. Against the instructions' meaning, one
+ * after the other, bit for bit: rows below 20 of numbers only, the
+ * others with specials, NaNs among them.
+ */
+static int check_taps(struct __test_metadata *_metadata, uint64_t seed,
+		      uint32_t taps, bool mul, uint32_t self)
+{
+	const uint32_t rows = 37, cols = 301, pitch = 40;
+	uint32_t span = (taps - 1) / 3 * pitch + 2, i, j, t;
+	struct vtpu_tile plane, w, d, a, b;
+	float *want;
+	struct rig r;
+	int bad = 0;
+
+	rig_init(&r, seed);
+	plane = rig_tile(&r, VTPU_DT_F32, rows, cols + span);
+	w = rig_tile(&r, VTPU_DT_F32, rows, taps);
+	d = rig_tile(&r, VTPU_DT_F32, rows, cols);
+	for (i = 0; i < rows; i++) {
+		for (j = 0; j < cols + span; j++)
+			setf(&r, &plane, i, j, i < 20 ? (float)rng_uniform(-3, 3) :
+			     hard_float());
+		for (t = 0; t < taps; t++)
+			setf(&r, &w, i, t, i < 20 ? (float)rng_uniform(-1, 1) :
+			     hard_float());
+		for (j = 0; j < cols; j++)
+			setf(&r, &d, i, j, i < 20 ? (float)rng_uniform(-9, 9) :
+			     hard_float());
+	}
+	want = malloc(sizeof(*want) * rows * cols);
+	if (!want)
+		abort();
+	for (i = 0; i < rows; i++) {
+		for (j = 0; j < cols; j++) {
+			float acc = getf(&r, &d, i, j), x, y;
+
+			for (t = 0; t < taps; t++) {
+				x = t == self ? acc :
+				    getf(&r, &plane, i, j + t / 3 * pitch + t % 3);
+				y = getf(&r, &w, i, t);
+				acc = !t && mul ? ref_mul(x, y) :
+				      ref_madd(x, y, acc);
+			}
+			want[i * cols + j] = acc;
+		}
+	}
+	for (t = 0; t < taps; t++) {
+		a = plane;
+		a.addr += (t / 3 * pitch + t % 3) * 4;
+		a.cols = cols;
+		b = w;
+		b.addr += t * 4;
+		b.cols = 1;
+		vtpu_asm_op(&r.as, VTPU_OP_BINARY, !t && mul ? VTPU_BINARY_MUL :
+			    VTPU_BINARY_MADD, VTPU_F_BCAST_COL, 0, d,
+			    t == self ? d : a, b);
+	}
+	if (rig_run(&r)) {
+		TH_LOG("rejected: %s", r.why);
+		bad = -1;
+	}
+	for (i = 0; !bad && i < rows; i++) {
+		for (j = 0; j < cols; j++) {
+			float got = getf(&r, &d, i, j);
+
+			if (f32_bits(got) == f32_bits(want[i * cols + j]))
+				continue;
+			if (!bad++)
+				TH_LOG("%u taps, mul %d, self %u: [%u][%u] = %a, want %a",
+				       taps, mul, self, i, j, got,
+				       want[i * cols + j]);
+		}
+	}
+	if (!bad && stray_writes(&r, &d, 1))
+		bad = -1;
+	free(want);
+	rig_fini(&r);
+	return bad;
+}
+
+/*
+ * Runs of taps, which the executor does in one pass over d: the same
+ * bits as the instructions one by one, NaNs included, from a MUL or a
+ * MADD, as long as the longest run (32) and beyond it; and a run broken
+ * by a tap that reads d.
+ */
+TEST(binary_taps_run_as_one_by_one)
+{
+	EXPECT_EQ(0, check_taps(_metadata, 91, 9, true, ~0u));
+	EXPECT_EQ(0, check_taps(_metadata, 92, 9, false, ~0u));
+	EXPECT_EQ(0, check_taps(_metadata, 93, 2, true, ~0u));
+	EXPECT_EQ(0, check_taps(_metadata, 94, 25, true, ~0u));
+	EXPECT_EQ(0, check_taps(_metadata, 95, 40, false, ~0u));
+	EXPECT_EQ(0, check_taps(_metadata, 96, 9, true, 4));
+}
+
 /* Without ACC, d's old contents (NaN here) must not leak in. */
 TEST(matmul_ignores_old_d_without_acc)
 {

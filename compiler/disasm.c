@@ -110,14 +110,19 @@ static void put_flags(FILE *f, unsigned int fl)
 static void put_dma(FILE *f, const struct vtpu_insn *in)
 {
 	const struct vtpu_dma *m = &in->dma;
-	char side[64];
+	char side[80], step[16] = "";
 
+	/* an element step (ISA version 6): "b0+0x40 s128 step2 f32" */
+	if (m->step)
+		snprintf(step, sizeof(step), " step%u", m->step);
 	if (m->binding == VTPU_BINDING_CONSTANTS)
-		snprintf(side, sizeof(side), "const+0x%llx s%u %s",
-			 (unsigned long long)m->offset, m->stride, dt_name(m->dtype));
+		snprintf(side, sizeof(side), "const+0x%llx s%u%s %s",
+			 (unsigned long long)m->offset, m->stride, step,
+			 dt_name(m->dtype));
 	else
-		snprintf(side, sizeof(side), "b%u+0x%llx s%u %s", m->binding,
-			 (unsigned long long)m->offset, m->stride, dt_name(m->dtype));
+		snprintf(side, sizeof(side), "b%u+0x%llx s%u%s %s", m->binding,
+			 (unsigned long long)m->offset, m->stride, step,
+			 dt_name(m->dtype));
 	if (in->op == VTPU_OP_DMA_GATHER) {
 		put_tile(f, &m->v);
 		fprintf(f, " <- %s [rows of %u at i32 @0x%x%s]", side, m->rows,

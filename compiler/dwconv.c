@@ -16,13 +16,13 @@
  * and every tap reads columns [j0, j0 + J) of the band for some j0: one
  * tile for all the band's output rows.
  *
- * That needs stride 1. With strides (sh, sw) the band is first split
- * into phases: plane (rp, cp) holds the padded elements at rows
- * sh * r + rp and columns sw * c + cp, Wq = ceil(Wp / sw) of them a row;
- * tap (kh, kw) reads plane ((kh * dh) % sh, (kw * dw) % sw) from column
+ * That needs stride 1. With strides (sh, sw) the band is split into
+ * phases: plane (rp, cp) holds the padded elements at rows sh * r + rp
+ * and columns sw * c + cp, Wq = ceil(Wp / sw) of them a row; tap (kh, kw)
+ * reads plane ((kh * dh) % sh, (kw * dw) % sw) from column
  * (kh * dh / sh) * Wq + kw * dw / sw on, and the wide output is again
- * oh * Wq + ow. Rows of a phase are picked when they are loaded; columns
- * by transposing the band and back, taking every sw-th row.
+ * oh * Wq + ow. A plane's rows are picked when they are loaded, and the
+ * columns of each row by the DMA's element step (ISA version 6).
  *
  * Each tap's product and sum are rounded to f32 once (fmaf()), taps in
  * (kh, kw) order.
@@ -43,7 +43,7 @@ struct dw {
 	int nplanes;
 	struct loc x, w, out;
 	/* VMEM, in floats */
-	uint32_t raw, tr, planes, acc, wraw;
+	uint32_t planes, acc, wraw;
 	int64_t plane_len;	/* floats of one channel's plane */
 };
 
@@ -77,27 +77,16 @@ static int64_t plane_len(const struct dw *d, int64_t ohb)
 	return reach > len ? reach : len;
 }
 
-/* Padded input rows of one row phase (the raw band, before planes). */
-static int64_t raw_len(const struct dw *d, int64_t ohb)
-{
-	return unit_stride(d) ? plane_len(d, ohb) : plane_rows(d, ohb) * d->Wp;
-}
-
 /* VMEM floats a band of @cc channels and @ohb output rows needs. */
 static int64_t band_floats(const struct dw *d, int64_t cc, int64_t ohb)
 {
-	int64_t n = cc * (wide(d, ohb) + d->taps);
-
-	if (unit_stride(d))
-		return n + cc * plane_len(d, ohb);
-	return n + 2 * cc * raw_len(d, ohb) + d->nplanes * cc * plane_len(d, ohb);
+	return cc * (wide(d, ohb) + d->taps + d->nplanes * plane_len(d, ohb));
 }
 
 /* Every tile within one instruction's bounds (CG_TILE_ELEMS, _DIM). */
 static bool fits(const struct dw *d, int64_t cc, int64_t ohb)
 {
-	int64_t len = raw_len(d, ohb) > plane_len(d, ohb) ? raw_len(d, ohb) :
-							     plane_len(d, ohb);
+	int64_t len = plane_len(d, ohb);
 
 	return band_floats(d, cc, ohb) <= d->c->vmem / 4 &&
 	       cc * len <= CG_TILE_ELEMS && len <= CG_TILE_DIM;
@@ -114,20 +103,14 @@ static int pick(struct dw *d)
 		d->cc = (d->cc + 1) / 2;
 	if (!fits(d, d->cc, 1) || d->taps > CG_TILE_DIM)
 		return cg_fail(d->c, ENOSPC, "depthwise convolution: a band of %lld padded elements does not fit VMEM",
-			       (long long)raw_len(d, 1));
+			       (long long)plane_len(d, 1));
 	d->ohb = 1;
 	while (d->ohb < d->OH && fits(d, d->cc, d->ohb + 1))
 		d->ohb++;
 	d->acc = 0;
 	d->wraw = d->acc + d->cc * wide(d, d->ohb);
-	d->raw = d->wraw + d->cc * d->taps;
+	d->planes = d->wraw + d->cc * d->taps;
 	d->plane_len = plane_len(d, d->ohb);
-	if (unit_stride(d)) {
-		d->planes = d->raw;
-		return 0;
-	}
-	d->tr = d->raw + d->cc * raw_len(d, d->ohb);
-	d->planes = d->tr + d->cc * raw_len(d, d->ohb);
 	return 0;
 }
 
@@ -148,17 +131,18 @@ static int plane_of(const struct dw *d, int rp, int cp)
 }
 
 /*
- * Row phase @rp of the band of image @n, channels [c0, c0 + cc), that
- * starts at padded row @r0: its padded rows r0 + sh * r + rp, r <
- * @nrows, end to end at @at, @len floats per channel (the rest zero).
+ * Plane (@rp, @cp) of the band of image @n, channels [c0, c0 + cc), that
+ * starts at padded row @r0: padded rows r0 + sh * r + rp, r < @nrows, and
+ * columns sw * q + cp, q < Wq, end to end at @at, plane_len floats per
+ * channel, the padding zero. A row's columns are every sw-th element of
+ * an input row: one DMA with that element step.
  */
-static void load_rows(struct dw *d, int64_t n, int64_t c0, int64_t cc,
-		      int64_t r0, int rp, int64_t nrows, uint32_t at,
-		      int64_t len)
+static void load_plane(struct dw *d, int64_t n, int64_t c0, int64_t cc,
+		       int64_t r0, int rp, int cp, int64_t nrows, uint32_t at)
 {
 	struct emit *e = &d->c->e;
 	int64_t es = dt_size(d->x.dt), chan = (n * d->C + c0) * d->H * d->W;
-	int64_t r, ih, first = -1, last = -1;
+	int64_t len = d->plane_len, r, ih, first = -1, last = -1, q0, q1;
 
 	for (r = 0; r < nrows; r++) {
 		ih = r0 + d->sh * r + rp - d->pt;
@@ -168,60 +152,47 @@ static void load_rows(struct dw *d, int64_t n, int64_t c0, int64_t cc,
 			first = r;
 		last = r;
 	}
-	if (first != 0 || last != nrows - 1 || d->Wp != d->W ||
-	    len != nrows * d->Wp)
+	/* the columns that hold input: 0 <= sw * q + cp - pl < W */
+	q0 = d->pl > cp ? cdiv(d->pl - cp, d->sw) : 0;
+	q1 = d->W - 1 + d->pl - cp < 0 ? -1 : (d->W - 1 + d->pl - cp) / d->sw;
+	if (q1 > d->Wq - 1)
+		q1 = d->Wq - 1;
+	if (first != 0 || last != nrows - 1 || q0 != 0 || q1 != d->Wq - 1 ||
+	    len != nrows * d->Wq)
 		emit_op(e, VTPU_OP_FILL, 0, 0, 0, ftile(at, cc, len, len), none,
 			none);
-	if (first < 0)
+	if (first < 0 || q1 < q0)
 		return;	/* all padding */
-	if (d->Wp == d->W && d->sh == 1) {	/* contiguous rows */
-		emit_dma(e, 0, ftile(at + first * d->Wp, cc,
+	if (unit_stride(d) && d->Wp == d->W) {	/* contiguous rows */
+		emit_dma(e, 0, ftile(at + first * d->Wq, cc,
 				     (last - first + 1) * d->W, len),
 			 d->x.binding,
-			 d->x.off + (chan + (r0 + first + rp - d->pt) * d->W) * es,
+			 d->x.off + (chan + (r0 + first - d->pt) * d->W) * es,
 			 d->H * d->W * es, d->x.dt);
 		return;
 	}
 	for (r = first; r <= last; r++)
-		emit_dma(e, 0, ftile(at + r * d->Wp + d->pl, cc, d->W, len),
-			 d->x.binding,
-			 d->x.off + (chan + (r0 + d->sh * r + rp - d->pt) * d->W) * es,
-			 d->H * d->W * es, d->x.dt);
+		emit_dma_step(e, 0, ftile(at + r * d->Wq + q0, cc, q1 - q0 + 1,
+					  len),
+			      d->x.binding,
+			      d->x.off + (chan + (r0 + d->sh * r + rp - d->pt) *
+					  d->W + d->sw * q0 + cp - d->pl) * es,
+			      d->H * d->W * es, d->x.dt, (uint32_t)d->sw);
 }
 
 /* The planes of the band at padded row @r0. */
 static void load_band(struct dw *d, int64_t n, int64_t c0, int64_t cc,
 		      int64_t r0, int64_t ohb)
 {
-	struct emit *e = &d->c->e;
-	int64_t nrows = plane_rows(d, ohb), L = nrows * d->Wp, len;
 	int rp, cp;
 
-	if (unit_stride(d)) {
-		load_rows(d, n, c0, cc, r0, 0, nrows, d->planes, d->plane_len);
-		return;
-	}
-	len = d->plane_len;
-	for (rp = 0; rp < d->sh; rp++) {
-		if (!(d->rmask & (1u << rp)))
-			continue;
-		load_rows(d, n, c0, cc, r0, rp, nrows, d->raw, L);
-		emit_op(e, VTPU_OP_TRANSPOSE, 0, 0, 0, ftile(d->tr, L, cc, cc),
-			ftile(d->raw, cc, L, L), none);
-		for (cp = 0; cp < d->sw; cp++) {
-			uint32_t p = d->planes + plane_of(d, rp, cp) * cc * len;
-
-			if (!(d->cmask & (1u << cp)))
-				continue;
-			if (len > nrows * d->Wq)
-				emit_op(e, VTPU_OP_FILL, 0, 0, 0,
-					ftile(p, cc, len, len), none, none);
-			emit_op(e, VTPU_OP_TRANSPOSE, 0, 0, 0,
-				ftile(p, cc, nrows * d->Wq, len),
-				ftile(d->tr + cp * cc, nrows * d->Wq, cc,
-				      d->sw * cc), none);
-		}
-	}
+	for (rp = 0; rp < d->sh; rp++)
+		for (cp = 0; cp < d->sw; cp++)
+			if ((d->rmask & (1u << rp)) && (d->cmask & (1u << cp)))
+				load_plane(d, n, c0, cc, r0, rp, cp,
+					   plane_rows(d, ohb),
+					   d->planes + plane_of(d, rp, cp) *
+						       cc * d->plane_len);
 }
 
 /* The taps over the band's planes, and the stores of its output rows. */

@@ -157,6 +157,13 @@ static void note_vmem(struct emit *e, const struct vtpu_tile *t)
 void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 	      uint64_t offset, uint64_t stride, uint8_t dtype)
 {
+	emit_dma_step(e, store, v, binding, offset, stride, dtype, 0);
+}
+
+void emit_dma_step(struct emit *e, int store, struct vtpu_tile v,
+		   uint32_t binding, uint64_t offset, uint64_t stride,
+		   uint8_t dtype, uint32_t step)
+{
 	struct vtpu_insn in = {
 		.op = store ? VTPU_OP_DMA_STORE : VTPU_OP_DMA_LOAD,
 		.dma = {
@@ -164,6 +171,8 @@ void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 			/* a single row's stride is never used: keep it legal */
 			.stride = v.rows == 1 ? 0 : (uint32_t)stride,
 			.dtype = dtype,
+			/* a single element's step is never used either */
+			.step = v.cols == 1 || step == 1 ? 0 : step,
 		},
 	};
 

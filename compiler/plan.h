@@ -58,6 +58,10 @@ struct vtpu_tile vtile(uint32_t addr, uint32_t rows, uint32_t cols,
 		       uint32_t stride, uint8_t dtype);
 void emit_dma(struct emit *e, int store, struct vtpu_tile v, uint32_t binding,
 	      uint64_t offset, uint64_t stride, uint8_t dtype);
+/* The same, a row's elements @step apart in the binding (ISA version 6). */
+void emit_dma_step(struct emit *e, int store, struct vtpu_tile v,
+		   uint32_t binding, uint64_t offset, uint64_t stride,
+		   uint8_t dtype, uint32_t step);
 /* DMA_GATHER: @v's rows from the @rows-row table at @offset. */
 void emit_gather(struct emit *e, struct vtpu_tile v, uint32_t binding,
 		 uint64_t offset, uint64_t stride, uint8_t dtype,

@@ -537,29 +537,41 @@ static __always_inline VTPU_VF vtpu_vload_n(const float *p, u32 n)
 	VTPU_VF v = {};
 	u32 l;
 
+	float f;
+
 	if (n == VTPU_VW)
 		return vtpu_vload(p);
-	for (l = 0; l < n; l++)	/* a few lanes: no memcpy() call */
-		v[l] = p[l];
+	/*
+	 * A few lanes, each a 4-byte copy (a move, not a call): a DMA's
+	 * side of a binding need not be aligned.
+	 */
+	for (l = 0; l < n; l++) {
+		memcpy(&f, (const u8 *)p + 4 * l, sizeof(f));
+		v[l] = f;
+	}
 	return v;
 }
 
 static __always_inline void vtpu_vstore_n(float *p, VTPU_VF v, u32 n)
 {
 	u32 l;
+	float f;
 
 	if (n == VTPU_VW) {
 		vtpu_vstore(p, v);
 		return;
 	}
-	for (l = 0; l < n; l++)
-		p[l] = v[l];
+	for (l = 0; l < n; l++) {
+		f = v[l];
+		memcpy((u8 *)p + 4 * l, &f, sizeof(f));
+	}
 }
 #endif
 
 static __always_inline VTPU_VF vtpu_splat(float x)
 {
-	VTPU_VF v;
+	/* zeroed first only for -Wmaybe-uninitialized: one broadcast */
+	VTPU_VF v = {};
 	int l;
 
 	for (l = 0; l < VTPU_VW; l++)
@@ -1713,14 +1725,93 @@ static void vtpu_dma_row(u8 *dst, u8 ddt, const u8 *src, u8 sdt, u32 n)
 				 vtpu_load_float(src, VTPU_DT_BF16, j));
 }
 
+/*
+ * One row of a DMA with an element step (ISA version 6): @n elements,
+ * @step apart in the binding @b, next to each other in VMEM @v; @load
+ * says which way. Converts between f32 and bf16 as vtpu_dma_row() does,
+ * and otherwise moves bits. Loads of 4-byte elements at step 2 (a
+ * stride-2 convolution's columns) go a vector at a time, which reads two
+ * and keeps the even lanes, the last one through masks: nothing is read
+ * past the row's last element.
+ */
+static void vtpu_dma_row_step(u8 *v, u8 vdt, u8 *b, u8 bdt, u32 step, u32 n,
+			      bool load)
+{
+	size_t es = vtpu_esize(bdt), j = 0;
+
+	if (vdt != bdt) {
+		for (; j < n; j++) {
+			if (load)
+				vtpu_store_float(v, vdt, j,
+						 vtpu_load_float(b, bdt,
+								 j * step));
+			else
+				vtpu_store_float(b, bdt, j * step,
+						 vtpu_load_float(v, vdt, j));
+		}
+		return;
+	}
+	if (es == 2) {
+		for (; j < n; j++) {
+			if (load)
+				memcpy(v + 2 * j, b + 2 * j * step, 2);
+			else
+				memcpy(b + 2 * j * step, v + 2 * j, 2);
+		}
+		return;
+	}
+#ifdef VTPU_TR_VECTOR
+	if (load && step == 2) {
+		const float *s = (const float *)b;
+		VTPU_VF x, y = {};
+		VTPU_VI even;
+		u32 l, m;
+
+		for (l = 0; l < VTPU_VW; l++)
+			even[l] = 2 * l;
+		for (; j + VTPU_VW < n; j += VTPU_VW)
+			vtpu_vstore((float *)v + j,
+				    __builtin_shuffle(vtpu_vload(s + 2 * j),
+						      vtpu_vload(s + 2 * j +
+								 VTPU_VW),
+						      even));
+		/* the last 2 m - 1 elements, m <= VTPU_VW */
+		m = 2 * (n - j) - 1;
+		x = vtpu_vload_n(s + 2 * j, min_t(u32, m, VTPU_VW));
+		if (m > VTPU_VW)
+			y = vtpu_vload_n(s + 2 * j + VTPU_VW, m - VTPU_VW);
+		vtpu_vstore_n((float *)v + j, __builtin_shuffle(x, y, even),
+			      n - j);
+		return;
+	}
+#endif
+	for (; j < n; j++) {
+		if (load)
+			memcpy(v + 4 * j, b + 4 * j * step, 4);
+		else
+			memcpy(b + 4 * j * step, v + 4 * j, 4);
+	}
+}
+
 static void vtpu_dma_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
 			     u32 r, u32 j, u32 n)
 {
 	const struct vtpu_dma *m = &in->dma;
 	u8 *v = vtpu_row(e, &m->v, r) + (size_t)j * vtpu_esize(m->v.dtype);
+	u32 step = max_t(u32, m->step, 1);
 	u64 off = m->offset + (u64)r * m->stride +
-		  (u64)j * vtpu_esize(m->dtype);
+		  (u64)j * step * vtpu_esize(m->dtype);
 
+	if (step > 1) {
+		/* constants: read only, as below */
+		vtpu_dma_row_step(v, m->v.dtype, m->binding ==
+				  VTPU_BINDING_CONSTANTS ?
+				  (u8 *)e->prog->consts + off :
+				  (u8 *)e->bindings[m->binding].data + off,
+				  m->dtype, step, n,
+				  in->op == VTPU_OP_DMA_LOAD);
+		return;
+	}
 	/* Constants are loaded only: the validator rejects stores to them. */
 	if (m->binding == VTPU_BINDING_CONSTANTS)
 		vtpu_dma_row(v, m->v.dtype, e->prog->consts + off, m->dtype,
@@ -1770,8 +1861,8 @@ static bool vtpu_exec_dma(struct vtpu_exec *e, const struct vtpu_insn *in)
 	const struct vtpu_dma *m = &in->dma;
 
 	return vtpu_exec_elems(e, in, m->v.rows, m->v.cols,
-			       m->dtype == m->v.dtype ? VTPU_W_MOVE :
-			       VTPU_W_SLOW,
+			       m->dtype == m->v.dtype && m->step < 2 ?
+			       VTPU_W_MOVE : VTPU_W_SLOW,
 			       in->op == VTPU_OP_DMA_GATHER ?
 			       vtpu_gather_segment : vtpu_dma_segment);
 }

@@ -332,10 +332,16 @@ static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 	ret = vtpu_check_tile(c, &m->v, VTPU_K_ANY);
 	if (ret)
 		return ret;
-	if (!mem_is_zero(m->pad, sizeof(m->pad)) || m->pad2)
+	if (!mem_is_zero(m->pad, sizeof(m->pad)))
 		return vtpu_reject(c, "dma pad not zero");
 	if (!gather && (m->index || m->rows))
 		return vtpu_reject(c, "dma index or rows not zero");
+	if (m->step && c->hdr->isa_version < 6)
+		return vtpu_reject(c, "dma step needs ISA version 6");
+	if (m->step && gather)
+		return vtpu_reject(c, "gather has no step");
+	if (m->step > VTPU_MAX_DMA_STEP)
+		return vtpu_reject(c, "dma step out of range");
 	if (!esize)
 		return vtpu_reject(c, "invalid dma dtype");
 	if (m->dtype != m->v.dtype &&
@@ -343,7 +349,8 @@ static int vtpu_check_dma(struct vtpu_prog_check *c, const struct vtpu_insn *in)
 	    !(m->dtype == VTPU_DT_BF16 && m->v.dtype == VTPU_DT_F32))
 		return vtpu_reject(c, "dma dtype conversion not supported");
 
-	row = (u64)m->v.cols * esize;
+	/* the bytes of one row, from its first element to its last */
+	row = ((u64)(m->v.cols - 1) * max_t(u32, m->step, 1) + 1) * esize;
 	if (gather) {
 		ret = vtpu_check_gather(c, in, row, &end);
 		if (ret)

@@ -32,6 +32,7 @@
 #ifndef VTPU_ASM_H
 #define VTPU_ASM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -232,6 +233,26 @@ static inline int vtpu_asm_dma_store(struct vtpu_asm *as, struct vtpu_tile v,
 {
 	return vtpu_asm_dma(as, VTPU_OP_DMA_STORE, v, binding, offset, stride,
 			    dtype);
+}
+
+/*
+ * DMA_LOAD (@store false) or DMA_STORE with an element step (ISA version
+ * 6): a row's elements lie @step elements apart in the binding.
+ */
+static inline int vtpu_asm_dma_step(struct vtpu_asm *as, bool store,
+				    struct vtpu_tile v, uint32_t binding,
+				    uint64_t offset, uint32_t stride,
+				    uint8_t dtype, uint32_t step)
+{
+	struct vtpu_insn in = {
+		.op = store ? VTPU_OP_DMA_STORE : VTPU_OP_DMA_LOAD,
+		.dma = {
+			.v = v, .offset = offset, .binding = binding,
+			.stride = stride, .dtype = dtype, .step = step,
+		},
+	};
+
+	return vtpu_asm_emit(as, &in);
 }
 
 /*

@@ -2,7 +2,8 @@
 /*
  * Description: jobs on the emulated cores — SUBMIT, JOB_WAIT, syncobjs,
  * profiles, timeouts, concurrency, loops on the device (ISA version 4),
- * the fused multiply-add (ISA version 5), and what happens to a job's
+ * the fused multiply-add (ISA version 5), the DMA's element step
+ * (ISA version 6), and what happens to a job's
  * resources when its file or process goes away. Results must equal, bit
  * for bit, the userspace executor's on the same program and inputs.
  */
@@ -255,6 +256,99 @@ TEST_F(job, madd_is_fmaf_and_needs_isa_version_5)
 	vtpu_buf_free(self->fd, &prog);
 	h = p;
 	h->isa_version = 4;
+	vtpu_asm_checksum(p, size);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	free(p);
+	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &sa, &id));
+	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &ib);
+	vtpu_buf_free(self->fd, &ob);
+}
+
+/*
+ * The DMA's element step (ISA version 6) in the kernel: a block loaded
+ * from every second float of its rows and stored to every third; the
+ * elements between them keep what they held, the userspace executor
+ * gives the same bytes, and the program is refused at SUBMIT when marked
+ * ISA version 5, or when a binding ends one element short of the last
+ * one a stepped row reaches.
+ */
+TEST_F(job, dma_step_reads_and_writes_every_nth_element)
+{
+	enum { R = 8, C = 20, IN = R * 2 * C, OUT = R * 3 * C };
+	struct vtpu_tile v = vtpu_tile_f32(0, R, C, C);
+	static const __u32 access[2] = { VTPU_ACCESS_READ, VTPU_ACCESS_WRITE };
+	static float in[IN], ref[OUT];
+	struct drm_vtpu_binding bind[2];
+	struct vtpu_exec_binding eb[2] = {
+		{ in, sizeof(in) }, { ref, sizeof(ref) },
+	};
+	struct vtpu_buf prog, ib, ob;
+	struct vtpu_prog_header *h;
+	struct vtpu_asm as;
+	int status = -1, bad = 0;
+	unsigned int i, j;
+	const float *out;
+	size_t size;
+	__u64 id;
+	void *p;
+
+	vtpu_asm_init(&as, R * C * 4, 2);
+	vtpu_asm_dma_step(&as, false, v, 0, 0, 2 * C * 4, VTPU_DT_F32, 2);
+	vtpu_asm_dma_step(&as, true, v, 1, 0, 3 * C * 4, VTPU_DT_F32, 3);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, &size);
+	vtpu_asm_free(&as);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(in), DRM_VTPU_PLACEMENT_AUTO,
+				  &ib));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(ref),
+				  DRM_VTPU_PLACEMENT_HOST, &ob));
+	vtpu_fill_random(in, IN, 7);
+	memcpy(ib.map, in, sizeof(in));
+	memset(ob.map, 0x5a, sizeof(ref));
+	memset(ref, 0x5a, sizeof(ref));
+	bind[0] = (struct drm_vtpu_binding){ ib.handle, DRM_VTPU_BIND_READ, 0,
+					     sizeof(in) };
+	bind[1] = (struct drm_vtpu_binding){ ob.handle, DRM_VTPU_BIND_WRITE,
+					     0, sizeof(ref) };
+
+	struct vtpu_submit_args sa = {
+		.prog = &prog, .prog_size = size, .bind = bind, .nbind = 2,
+	};
+
+	ASSERT_EQ(0, vtpu_submit(self->fd, &sa, &id));
+	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(0, vtpu_ref_run(p, size, eb, access, 2, self->q.vmem_size));
+	out = ob.map;
+	EXPECT_EQ(0, memcmp(ref, out, sizeof(ref)))
+		TH_LOG("kernel and userspace differ");
+	for (i = 0; i < R; i++) {
+		for (j = 0; j < 3 * C; j++) {
+			float want = in[i * 2 * C + j / 3 * 2];
+
+			if (j % 3)	/* untouched: the fill's bytes */
+				memset(&want, 0x5a, sizeof(want));
+			if (!memcmp(&want, &out[i * 3 * C + j], sizeof(want)) ||
+			    bad++)
+				continue;
+			TH_LOG("[%u][%u]: %a, want %a", i, j,
+			       out[i * 3 * C + j], want);
+		}
+	}
+	EXPECT_EQ(0, bad);
+
+	/* A store binding one float short of the last element stored. */
+	bind[1].size = sizeof(ref) - 2 * 4 - 4;
+	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &sa, &id));
+	bind[1].size = sizeof(ref);
+
+	/* The same bytes as an ISA version 5 program. */
+	vtpu_buf_free(self->fd, &prog);
+	h = p;
+	h->isa_version = 5;
 	vtpu_asm_checksum(p, size);
 	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
 	free(p);

@@ -2289,13 +2289,16 @@ static int dma_ok(uint8_t from, uint8_t to, uint32_t bits, uint32_t got)
  * a byte offset of its own (not always element-aligned) into a VMEM tile,
  * possibly converting, then stores it to a second binding with another
  * stride and dtype. Checks VMEM, the stored block, and that the store
- * wrote nothing else.
+ * wrote nothing else. @sstep and @ostep: the element steps (ISA version
+ * 6) of the load and the store, 0 for none.
  */
-static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
-		     uint8_t vdt, uint8_t odt, int constants, uint64_t seed)
+static int check_dma_step(struct __test_metadata *_metadata, uint8_t sdt,
+			  uint8_t vdt, uint8_t odt, int constants,
+			  uint32_t sstep, uint32_t ostep, uint64_t seed)
 {
 	uint32_t rows, cols, i, j, es = dt_size(sdt), eo = dt_size(odt);
-	uint32_t sstride, ostride, src, dst;
+	uint32_t ss = sstep ? sstep : 1, os = ostep ? ostep : 1;
+	uint32_t sstride, ostride, src, dst, srow, orow;
 	uint64_t ssize, osize, soff, ooff, dma_off;
 	uint8_t *sbuf, *obuf, *orig;
 	struct vtpu_tile v;
@@ -2304,16 +2307,20 @@ static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
 
 	rig_init(&r, seed);
 	shape((int)(seed % 7), 30, &rows, &cols);
-	sstride = cols * es + (rows > 1 ? es * rng_below(9) : 0);
+	/* a row's bytes, from its first element to its last */
+	srow = ((cols - 1) * ss + 1) * es;
+	orow = ((cols - 1) * os + 1) * eo;
+	sstride = srow + (rows > 1 ? es * rng_below(9) : 0);
 	if (rows == 1 && rng_below(2))
 		sstride = rng_below(3);	/* one row: any stride goes */
-	ostride = cols * eo + eo * rng_below(9);
+	ostride = orow + eo * rng_below(9);
 	soff = es * rng_below(20) + (rng_below(3) ? 0 : 1);
 	ooff = eo * rng_below(20);
-	ssize = soff + (uint64_t)(rows - 1) * sstride + cols * es +
-		rng_below(16);
-	osize = ooff + (uint64_t)(rows - 1) * ostride + cols * eo +
-		rng_below(16);
+	/* sometimes the bindings end with the blocks' last bytes */
+	ssize = soff + (uint64_t)(rows - 1) * sstride + srow +
+		rng_below(2) * rng_below(16);
+	osize = ooff + (uint64_t)(rows - 1) * ostride + orow +
+		rng_below(2) * rng_below(16);
 	dst = rig_binding(&r, osize, VTPU_ACCESS_WRITE);
 	obuf = r.bind[dst].data;
 	if (constants) {
@@ -2330,8 +2337,8 @@ static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
 	orig = malloc(osize);
 	memcpy(orig, obuf, osize);
 	v = rig_tile(&r, vdt, rows, cols);
-	vtpu_asm_dma_load(&r.as, v, src, dma_off, sstride, sdt);
-	vtpu_asm_dma_store(&r.as, v, dst, ooff, ostride, odt);
+	vtpu_asm_dma_step(&r.as, false, v, src, dma_off, sstride, sdt, sstep);
+	vtpu_asm_dma_step(&r.as, true, v, dst, ooff, ostride, odt, ostep);
 	ASSERT_EQ(0, rig_run(&r)) TH_LOG("rejected: %s", r.why);
 	ASSERT_EQ(0, stray_writes(&r, &v, 1));
 	for (i = 0; i < rows; i++) {
@@ -2339,12 +2346,12 @@ static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
 			uint32_t sbits = 0, vbits, obits = 0;
 
 			memcpy(&sbits, sbuf + soff + (uint64_t)i * sstride +
-			       j * es, es);
+			       j * ss * es, es);
 			vbits = get_bits(&r, &v, i, j);
 			if (vdt == VTPU_DT_BF16)
 				vbits &= 0xffff;
 			memcpy(&obits, obuf + ooff + (uint64_t)i * ostride +
-			       j * eo, eo);
+			       j * os * eo, eo);
 			if (!dma_ok(sdt, vdt, sbits, vbits)) {
 				if (!bad++)
 					TH_LOG("load [%u][%u]: %#x -> %#x", i,
@@ -2357,8 +2364,10 @@ static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
 		}
 	}
 	for (i = 0; i < rows; i++)
-		memcpy(orig + ooff + (uint64_t)i * ostride,
-		       obuf + ooff + (uint64_t)i * ostride, (size_t)cols * eo);
+		for (j = 0; j < cols; j++)
+			memcpy(orig + ooff + (uint64_t)i * ostride + j * os * eo,
+			       obuf + ooff + (uint64_t)i * ostride + j * os * eo,
+			       eo);
 	if (memcmp(orig, obuf, osize)) {
 		TH_LOG("store wrote outside its block");
 		bad++;
@@ -2368,6 +2377,43 @@ static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
 		free(sbuf);
 	rig_fini(&r);
 	return bad;
+}
+
+static int check_dma(struct __test_metadata *_metadata, uint8_t sdt,
+		     uint8_t vdt, uint8_t odt, int constants, uint64_t seed)
+{
+	return check_dma_step(_metadata, sdt, vdt, odt, constants, 0, 0,
+			      seed);
+}
+
+/*
+ * Element steps (ISA version 6) on either side, every dtype pair, from a
+ * binding and from the constants: step 2 (a vector at a time for 4-byte
+ * loads), odd steps, the largest.
+ */
+TEST(dma_element_step)
+{
+	static const uint32_t steps[] = { 1, 2, 3, 7, VTPU_MAX_DMA_STEP };
+	static const uint8_t dts[][3] = {
+		{ VTPU_DT_F32, VTPU_DT_F32, VTPU_DT_F32 },
+		{ VTPU_DT_BF16, VTPU_DT_BF16, VTPU_DT_BF16 },
+		{ VTPU_DT_F32, VTPU_DT_BF16, VTPU_DT_F32 },
+		{ VTPU_DT_BF16, VTPU_DT_F32, VTPU_DT_BF16 },
+		{ VTPU_DT_S32, VTPU_DT_S32, VTPU_DT_S32 },
+	};
+	int i, s, t, bad = 0;
+
+	for (i = 0; i < 14; i++)
+		for (s = 0; s < (int)ARRAY_SIZE(steps); s++)
+			for (t = 0; t < (int)ARRAY_SIZE(dts); t++)
+				bad += check_dma_step(_metadata, dts[t][0],
+						      dts[t][1], dts[t][2],
+						      i % 4 == 3,
+						      steps[s],
+						      steps[(s + i) %
+							    ARRAY_SIZE(steps)],
+						      900 + i * 50 + s * 7 + t);
+	ASSERT_EQ(0, bad);
 }
 
 TEST(dma_same_dtype)

@@ -962,8 +962,64 @@ TEST(aliasing_matches_byte_overlap)
 TEST(dma_pad_not_zero)
 {
 	REJECT1(load(), dma.pad[2], 1, "dma pad not zero");
-	REJECT1(load(), dma.pad2, 1, "dma pad not zero");
-	REJECT1(gather(), dma.pad2, 1, "dma pad not zero");
+	REJECT1(gather(), dma.pad[0], 1, "dma pad not zero");
+}
+
+/* load() and store() with an element step of @step, rows @stride apart. */
+static struct vtpu_insn stepped(bool st, uint32_t step, uint32_t stride)
+{
+	struct vtpu_insn in = st ? store() : load();
+
+	in.dma.step = step;
+	in.dma.stride = stride;
+	return in;
+}
+
+/* @in from binding byte @offset, or its first row only (@rows 1). */
+static struct vtpu_insn dma_at(struct vtpu_insn in, uint64_t offset,
+			       uint16_t rows)
+{
+	in.dma.offset = offset;
+	in.dma.v.rows = rows;
+	return in;
+}
+
+/*
+ * The element step (ISA version 6): a row of 8 f32 at step s spans
+ * 7 s + 1 elements, which the stride and the binding must hold; at most
+ * VTPU_MAX_DMA_STEP; not for gathers, nor before version 6.
+ */
+TEST(dma_step_extent_limit_and_isa_version)
+{
+	uint32_t v;
+
+	VALID1(stepped(false, 1, 32));
+	VALID1(stepped(false, 2, 60));
+	VALID1(stepped(true, 3, 88));
+	REJECT1(stepped(false, 2, 64), dma.stride, 56,
+		"dma stride less than a row");
+	/* 4 rows: 3 * 60 + 60 = 240 bytes; the last byte at the end */
+	REJECT1(stepped(false, 2, 60), dma.offset, BINDING_SIZE - 240 + 4,
+		"binding extent out of range");
+	VALID1(dma_at(stepped(false, 2, 60), BINDING_SIZE - 240, 4));
+	/* one row at the largest step: 7 * 64 + 1 = 449 f32 */
+	REJECT1(dma_at(stepped(true, VTPU_MAX_DMA_STEP, 0), 0, 1), dma.step,
+		VTPU_MAX_DMA_STEP + 1, "dma step out of range");
+	REJECT1(load(), dma.step, 0xffffffffu, "dma step out of range");
+	REJECT1(gather(), dma.step, 1, "gather has no step");
+	for (v = VTPU_ISA_VERSION_MIN; v < 6; v++) {
+		struct prog p = prog1(stepped(false, 2, 60));
+
+		hdr(&p)->isa_version = v;
+		seal(&p);
+		EXPECT_REJECTED(p, 0, "dma step needs ISA version 6");
+		free(p.buf);
+		p = prog1(stepped(false, 0, 60));
+		hdr(&p)->isa_version = v;
+		seal(&p);
+		EXPECT_VALID(p);
+		free(p.buf);
+	}
 }
 
 TEST(dma_index_fields_only_for_gather)
@@ -2002,7 +2058,7 @@ TEST(scalar_selector_flags_and_operands)
 		/* the DMA view of the same bytes */
 		REJECT1(in, dma.offset, 1, "unused operand not zero");
 		REJECT1(in, dma.binding, 1, "unused operand not zero");
-		REJECT1(in, dma.pad2, 1, "unused operand not zero");
+		REJECT1(in, dma.step, 1, "unused operand not zero");
 	}
 }
 

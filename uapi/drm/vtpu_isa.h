@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
 /*
- * vtpu program format and instruction set (ISA version 5).
+ * vtpu program format and instruction set (ISA version 6).
  *
  * This header is the contract between the compiler (which emits
  * programs), the kernel (which validates and executes them) and the
@@ -22,7 +22,9 @@
  *   DMA   moves 2-D strided blocks between a binding (a buffer bound at
  *         submit, or the program's constants) and VMEM, converting
  *         between f32 and bf16 when the two sides' types differ, and
- *         gathers rows of a binding chosen by indices in VMEM.
+ *         gathers rows of a binding chosen by indices in VMEM; (ISA
+ *         version 6) a row's elements may lie a step apart in the
+ *         binding, as a strided convolution or pooling reads its input.
  *   MXU   C (+)= op(A) . op(B), f32 or bf16 inputs, f32 accumulation,
  *         op = identity or transpose.
  *   VPU   elementwise unary and binary functions with scalar, row and
@@ -79,10 +81,11 @@ extern "C" {
  * ISA version 2 adds DMA_GATHER, version 3 lanes (LANE, BARRIER and
  * &vtpu_prog_header.lanes), version 4 scalar registers and branches
  * (SLOAD, SSET, SADD, BRZ, BRNZ, JUMP), version 5 BINARY's fused
- * multiply-add (VTPU_BINARY_MADD); validators take programs of versions
- * 1 to 5, each with only what its version has.
+ * multiply-add (VTPU_BINARY_MADD), version 6 the element step of
+ * DMA_LOAD and DMA_STORE (&vtpu_dma.step); validators take programs of
+ * versions 1 to 6, each with only what its version has.
  */
-#define VTPU_ISA_VERSION		5
+#define VTPU_ISA_VERSION		6
 #define VTPU_ISA_VERSION_MIN		1
 
 /* Limits every validator enforces. */
@@ -92,6 +95,7 @@ extern "C" {
 #define VTPU_MAX_META_SIZE		0x100000u
 #define VTPU_MAX_LANES			8
 #define VTPU_SREGS			16	/* scalar registers */
+#define VTPU_MAX_DMA_STEP		64	/* &vtpu_dma.step */
 
 /* DMA binding index that names the program's constants section. */
 #define VTPU_BINDING_CONSTANTS		0xffffffffu
@@ -185,10 +189,15 @@ struct vtpu_tile {
  *	after the other, not overlapping @v; zero otherwise
  * @rows: DMA_GATHER: rows of the table in the binding, >= 1; zero
  *	otherwise
- * @pad2: zero
+ * @step: DMA_LOAD and DMA_STORE (ISA version 6): elements of a row lie
+ *	@step elements apart in the binding, 0 and 1 meaning adjacent, at
+ *	most VTPU_MAX_DMA_STEP; zero otherwise (and before version 6)
  *
  * DMA_LOAD and DMA_STORE: row r moves @v.cols elements between binding
- * bytes [offset + r * stride, ...) and VMEM row r of @v.
+ * bytes [offset + r * stride, ...) and VMEM row r of @v; element j of the
+ * row lies at offset + r * stride + j * max(@step, 1) * esize(@dtype).
+ * A row's bytes then span ((@v.cols - 1) * max(@step, 1) + 1) elements,
+ * and @stride may be less than that only for a single row.
  * DMA_GATHER: row r of @v receives @v.cols elements from binding bytes
  * [offset + i * stride, ...), where i is the r-th index. With
  * VTPU_F_INDEX_WRAP a negative index counts from the end (i + @rows).
@@ -206,7 +215,7 @@ struct vtpu_dma {
 	__u8 pad[3];
 	__u32 index;
 	__u32 rows;
-	__u32 pad2;
+	__u32 step;
 };
 
 /**

@@ -45,6 +45,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <drm/vtpu_isa.h>
+
 #include "ir.h"
 
 static bool is_ew(const struct ir_node *n)
@@ -312,10 +314,15 @@ bool ir_mm_view(const struct ir_graph *g, int v, int64_t ncols,
 			break;
 		}
 	}
-	/* the DMA moves rows of consecutive elements, no element stride */
-	if (iw >= 0 && n->a.view.stride[iw] != 1)
+	/*
+	 * A run's columns are elements of the source a step apart, as DMA
+	 * moves them (1: a stride-1 convolution's, 2: a stride-2 one's).
+	 */
+	if (iw >= 0 && (n->a.view.stride[iw] < 1 ||
+			n->a.view.stride[iw] > VTPU_MAX_DMA_STEP))
 		return false;
 	mv->split = j;
+	mv->wstep = iw >= 0 ? n->a.view.stride[iw] : 1;
 	mv->w = iw >= 0 ? n->shape.dims[iw] : 1;
 	mv->h = ih >= 0 ? n->shape.dims[ih] : 1;
 	mv->hstride = ih >= 0 ? n->a.view.stride[ih] : 0;

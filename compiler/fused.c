@@ -758,16 +758,17 @@ static void clip_rows(int64_t h0, int64_t step, int64_t lo, int64_t n,
 
 /*
  * A run of @rows x @cols elements of a virtual PAD's value, at padded
- * element @at, rows @hstride apart, into VMEM at @dst (rows @cols
- * apart, already filled with the pad value): the part inside the PAD's
- * source, one DMA. fuse.c saw to it that no row of a run crosses a
- * padded row; rows that do not step along the second last dimension
- * within one plane (a batch's images, when the image has one row) go
- * one at a time.
+ * element @at, rows @hstride apart and columns @bv->g.wstep, into VMEM
+ * at @dst (rows @cols apart, already filled with the pad value): the
+ * part inside the PAD's source, one DMA. fuse.c saw to it that no row of
+ * a run crosses a padded row; rows that do not step along the second
+ * last dimension within one plane (a batch's images, when the image has
+ * one row) go one at a time.
  */
 static void pad_run(struct fk *k, const struct mm_bview *bv, int64_t at,
 		    int64_t rows, int64_t cols, int64_t hstride, uint32_t dst)
 {
+	int64_t ws = bv->g.wstep;
 	const struct ir_node *p = bv->pad;
 	const struct vtpu_shape *xs = &k->c->g->nodes[p->in[0]].shape;
 	int r = p->shape.rank, d;
@@ -775,7 +776,7 @@ static void pad_run(struct fk *k, const struct mm_bview *bv, int64_t at,
 	int64_t h = r > 1 ? xs->dims[r - 2] : 1, lw = p->a.pad.lo[r - 1];
 	int64_t lh = r > 1 ? p->a.pad.lo[r - 2] : 0, step = hstride / wp;
 	int64_t es = dt_size(bv->src.dt), idx[VTPU_MAX_RANK], rest = at;
-	int64_t i0, i1, c0, c1, so = 0, i;
+	int64_t i0, i1, j0, j1, so = 0, i, x;
 
 	for (d = r - 1; d >= 0; d--) {
 		idx[d] = rest % p->shape.dims[d];
@@ -796,16 +797,19 @@ static void pad_run(struct fk *k, const struct mm_bview *bv, int64_t at,
 	}
 	clip_rows(r > 1 ? idx[r - 2] : 0, step ? step : 1, lh, h, &i0, &i1);
 	i1 = i1 < rows ? i1 : rows;
-	c0 = idx[r - 1] > lw ? idx[r - 1] : lw;
-	c1 = idx[r - 1] + cols < lw + w ? idx[r - 1] + cols : lw + w;
-	if (i0 >= i1 || c0 >= c1)
+	/* the run's columns idx + j * ws inside the source: [j0, j1) */
+	clip_rows(idx[r - 1], ws, lw, w, &j0, &j1);
+	j1 = j1 < cols ? j1 : cols;
+	if (i0 >= i1 || j0 >= j1)
 		return;
-	so = (so * h + (r > 1 ? idx[r - 2] : 0) + i0 * step - lh) * w + c0 - lw;
-	emit_dma(&k->c->e, 0,
-		 vtile(dst + (i0 * cols + c0 - idx[r - 1]) * 4, i1 - i0,
-		       c1 - c0, cols, VTPU_DT_F32),
-		 bv->src.binding, bv->src.off + so * es,
-		 (i1 - i0 > 1 ? step * w : c1 - c0) * es, bv->src.dt);
+	x = idx[r - 1] + j0 * ws - lw;
+	so = (so * h + (r > 1 ? idx[r - 2] : 0) + i0 * step - lh) * w + x;
+	emit_dma_step(&k->c->e, 0,
+		      vtile(dst + (i0 * cols + j0) * 4, i1 - i0, j1 - j0, cols,
+			    VTPU_DT_F32),
+		      bv->src.binding, bv->src.off + so * es,
+		      (i1 - i0 > 1 ? step * w : j1 - j0) * es, bv->src.dt,
+		      (uint32_t)ws);
 }
 
 /*
@@ -826,7 +830,8 @@ static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
 		cols = g->w - n % g->w;
 		if (cols > end - n) {
 			cols = end - n;
-		} else if (cols == g->w && g->hstride >= g->w) {
+		} else if (cols == g->w &&
+			   g->hstride >= (g->w - 1) * g->wstep + 1) {
 			/* whole runs, up to the end of their outer dimension */
 			rows = g->h - n / g->w % g->h;
 			if (rows > (end - n) / g->w)
@@ -840,12 +845,12 @@ static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
 			pad_run(k, bv, at, rows, cols, rows > 1 ? g->hstride : 0,
 				dst + (n - n0) * 4);
 		} else if (k) {
-			emit_dma(&k->c->e, 0,
-				 vtile(dst + (n - n0) * 4, rows, cols, cols,
-				       VTPU_DT_F32),
-				 bv->src.binding, bv->src.off + at * es,
-				 (rows > 1 ? g->hstride : cols) * es,
-				 bv->src.dt);
+			emit_dma_step(&k->c->e, 0,
+				      vtile(dst + (n - n0) * 4, rows, cols,
+					    cols, VTPU_DT_F32),
+				      bv->src.binding, bv->src.off + at * es,
+				      (rows > 1 ? g->hstride : cols) * es,
+				      bv->src.dt, (uint32_t)g->wstep);
 		}
 		n += rows * cols;
 		cnt++;

@@ -338,6 +338,7 @@ enum ir_bcast ir_bcast_class(const struct ir_graph *g, int v, int64_t w,
 struct ir_mm_view {
 	int split;
 	int64_t w, h, hstride;
+	int64_t wstep;		/* source elements between a run's columns */
 };
 bool ir_mm_view(const struct ir_graph *g, int v, int64_t ncols,
 		struct ir_mm_view *mv);

@@ -1480,8 +1480,17 @@ TEST(conv_reads_its_windows_in_place)
 		  { { 1, 1 }, { 0, 1 }, { 0, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
 		{ { 1, 3, 5, 6 }, { 2, 3, 3, 3 },
 		  { { 1, 1 }, { 3, 0 }, { 1, 4 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		/* strides along the width: DMAs with an element step */
 		{ { 1, 4, 12, 12 }, { 4, 4, 3, 3 },
-		  { { 1, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, false },
+		  { { 1, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 2, 3, 23, 21 }, { 8, 3, 7, 7 },
+		  { { 2, 2 }, { 3, 3 }, { 3, 2 }, { 1, 1 }, 1 }, VTPU_F32, true },
+		{ { 1, 6, 14, 15 }, { 6, 3, 3, 3 },
+		  { { 2, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 2 }, VTPU_BF16, true },
+		{ { 1, 4, 9, 17 }, { 5, 4, 3, 3 },
+		  { { 1, 3 }, { 0, 2 }, { 1, 0 }, { 1, 2 }, 1 }, VTPU_F32, true },
+		{ { 1, 2, 3, 300 }, { 3, 2, 3, 4 },
+		  { { 1, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 }, VTPU_F32, true },
 	};
 	const struct vtpu_device_params *devs[] = { &dev_big, &dev_small };
 	struct vtpu_compile_options fused = { 0 }, unfused = { .no_fusion = 1 };

@@ -118,6 +118,11 @@ struct kf_file {
 	uint64_t gen;		/* which opening of this slot */
 	bool shared;		/* a child submits on it too: ids unknown */
 	/*
+	 * io_uring SUBMITs on it not yet reaped: their jobs may exist with
+	 * ids above last_job, which kfuzz learns only from their CQEs.
+	 */
+	int ring_submits;
+	/*
 	 * Programs go round the arena (arena_written, never wrapped, is where
 	 * the next one goes); buffers and program objects closed, ever.
 	 * io-wq may read an io_uring request late: it is judged only if

@@ -600,7 +600,8 @@ void kf_op_wait(struct kf_rng *r)
 			kf_contract("JOB_WAIT flags %#x: %d", w.flags, ret);
 		return;
 	}
-	if (i < 0 && w.job_id > f->last_job && !f->shared && ret != -ENOENT)
+	if (i < 0 && w.job_id > f->last_job && !f->shared &&
+	    !f->ring_submits && ret != -ENOENT)
 		kf_contract("JOB_WAIT of job %llu, never submitted: %d",
 			    (unsigned long long)w.job_id, ret);
 	/* A job ends 0, -ETIMEDOUT, -ECANCELED, -ENOENT or -ESRCH. */

@@ -108,6 +108,21 @@ static void ring_cqe(struct kf_ring *ring, struct io_uring_cqe *cqe)
 		struct kf_file *f = &kf.files[q->file];
 
 		/*
+		 * The job's id, where the CQE (CQE32) or the request (by
+		 * pointer) says it; a job of an unknown id makes the file's
+		 * ids unknown, as a child's would.
+		 */
+		if (f->gen == q->file_gen) {
+			f->ring_submits--;
+			if (!cqe->res && !job && q->ptr.submit ==
+			    (uintptr_t)&q->s && !q->inline_form)
+				job = (uint32_t)q->s.job_id;
+			if (!cqe->res && !job)
+				f->shared = true;
+			if (job > f->last_job)
+				f->last_job = job;
+		}
+		/*
 		 * io-wq may have read the request long after the SQE went
 		 * in: judge it only if nothing it names changed since.
 		 */
@@ -269,6 +284,7 @@ static void ring_submit(struct kf_rng *r, struct kf_ring *ring)
 		q->sqe_flags = sqe->flags;
 		q->inline_form = inline_form;
 		q->busy = true;
+		kf.files[q->file].ring_submits++;
 		queued++;
 	}
 	ret = io_uring_submit(&ring->ring);

@@ -164,6 +164,23 @@ static void tile_step(struct cg *c, struct loc src, int64_t s0, int64_t s1,
 	dma(c, 1, t2, dst, d0 * es);
 }
 
+/*
+ * A stepped block whose step a DMA takes (ISA version 6): each row's
+ * elements s1 apart in one DMA, rows s0 apart, then one store. A pooling
+ * window's or a strided slice's copy.
+ */
+static void tile_dma_step(struct cg *c, struct loc src, int64_t s0,
+			  int64_t s1, struct loc dst, int64_t d0, int64_t tr,
+			  int64_t tc)
+{
+	int es = dt_size(src.dt);
+	struct vtpu_tile t = vtile(0, tr, tc, tc, src.dt);
+
+	emit_dma_step(&c->e, 0, t, src.binding, src.off, (uint64_t)(s0 * es),
+		      src.dt, (uint32_t)s1);
+	dma(c, 1, t, dst, d0 * es);
+}
+
 /* A scalar broadcast (s0 == s1 == 0) of a float. */
 static void tile_scalar(struct cg *c, struct loc src, struct loc dst,
 			int64_t d0, int64_t tr, int64_t tc)
@@ -177,7 +194,7 @@ static void tile_scalar(struct cg *c, struct loc src, struct loc dst,
 }
 
 enum copy_kind { CK_ROWS, CK_ROW_BCAST, CK_COL_BCAST, CK_TRANSPOSE, CK_GATHER,
-		 CK_STEP, CK_SCALAR };
+		 CK_STEP, CK_DMA_STEP, CK_SCALAR };
 
 static enum copy_kind copy_kind(int64_t s0, int64_t s1, int64_t rows,
 				uint8_t dt)
@@ -190,6 +207,8 @@ static enum copy_kind copy_kind(int64_t s0, int64_t s1, int64_t rows,
 		return CK_COL_BCAST;
 	if (s0 == 1)
 		return CK_TRANSPOSE;
+	if ((s0 > 0 || rows == 1) && s1 > 1 && s1 <= VTPU_MAX_DMA_STEP)
+		return CK_DMA_STEP;
 	return (s0 > 0 || rows == 1) && s1 > 1 ? CK_STEP : CK_GATHER;
 }
 
@@ -215,6 +234,9 @@ static void copy_tile(struct cg *c, enum copy_kind k, struct loc src,
 		break;
 	case CK_STEP:
 		tile_step(c, src, s0, s1, dst, d0, tr, tc);
+		break;
+	case CK_DMA_STEP:
+		tile_dma_step(c, src, s0, s1, dst, d0, tr, tc);
 		break;
 	case CK_SCALAR:
 		tile_scalar(c, src, dst, d0, tr, tc);
@@ -271,6 +293,12 @@ static void copy_extents(struct cg *c, enum copy_kind *k, int64_t s0,
 	switch (*k) {
 	case CK_STEP:
 		choose_step(c, k, s0, s1, es, rows, cols, tr, tc);
+		return;
+	case CK_DMA_STEP:
+		/* rows at least a stepped row's span apart, or one a DMA */
+		pick_tile(c, 1, es, rows, cols, tr, tc);
+		if (s0 < (*tc - 1) * s1 + 1)
+			*tr = 1;
 		return;
 	case CK_ROWS:
 		pick_tile(c, 1, es, rows, cols, tr, tc);

@@ -926,22 +926,36 @@ static int mm_widths(const struct mm_shape *s, int64_t *tn, int64_t *dmas)
 	return n;
 }
 
+/*
+ * The tiles that score best. Split among lanes (gen_fused() left
+ * c->e.lanes above 1), a kernel takes the time of its busiest lane: a
+ * score grows by the share of lanes left idle, and tiles fewer than the
+ * lanes are a last resort (the biggest tile alone would keep one core
+ * busy and the others waiting at the BARRIER).
+ */
 static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best)
 {
 	int64_t V = k->c->vmem / 4, tm, tk, tn[64 + MM_VIEW_SPLITS];
-	int64_t dmas[64 + MM_VIEW_SPLITS];
-	int nw = mm_widths(s, tn, dmas), i;
+	int64_t dmas[64 + MM_VIEW_SPLITS], lanes = k->c->e.lanes, tiles;
+	int nw = mm_widths(s, tn, dmas), i, few;
 	double sc, bs = 0;
 	int found = 0;
 
+	for (few = 0; few < 2 && !found; few++)
 	for (tm = 1; tm; tm = next_cand(tm, s->m))
 		for (i = 0; i < nw; i++)
 			for (tk = 1; tk; tk = next_cand(tk, s->k)) {
 				if (k->nslots * tm * tn[i] + tm * tk +
 				    tk * tn[i] > V || tm * tn[i] > CG_TILE_ELEMS)
 					continue;
+				tiles = s->b * cdiv(s->m, tm) * cdiv(s->n, tn[i]);
+				if (lanes > 1 && !few && tiles < lanes)
+					continue;
 				sc = mm_score(s, tm, tn[i], tk,
 					      2 * k->nn + k->next, dmas[i]);
+				if (lanes > 1)
+					sc *= (double)cdiv(tiles, lanes) * lanes /
+					      tiles;
 				if (!found || sc < bs) {
 					bs = sc;
 					best->tm = tm;

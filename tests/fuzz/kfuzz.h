@@ -165,6 +165,8 @@ struct kf_req {
 	bool busy;		/* an io_uring slot in flight */
 	int file;		/* kf.files index it was built for */
 	uint64_t file_gen;	/* and which opening of it */
+	int ring_file;		/* the file an io_uring SQE went to, */
+	uint64_t ring_gen;	/* and which opening of it */
 	uint64_t arena_mark;	/* where its program went in that arena */
 	uint32_t prog_crc;	/* of the program as written there */
 	uint8_t sqe_flags;	/* for reports */

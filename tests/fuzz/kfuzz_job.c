@@ -498,7 +498,7 @@ static void check_submit(const struct kf_req *q, int ret, const char *how)
 
 void kf_op_submit(struct kf_rng *r)
 {
-	struct kf_file *f = kf_file_pick(r), *other;
+	struct kf_file *f = kf_file_pick(r), *other = NULL;
 	bool own_fd = true;
 	struct kf_req *q;
 	int fd, ret;
@@ -538,6 +538,9 @@ void kf_op_submit(struct kf_rng *r)
 					    (unsigned long long)f->last_job);
 			f->last_job = q->s.job_id;
 			pending_add(f, q->s.job_id);
+		} else if (q->s.job_id > other->last_job) {
+			/* the job is the other file's: so is its id */
+			other->last_job = q->s.job_id;
 		}
 	}
 	free(q);

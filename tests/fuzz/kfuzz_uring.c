@@ -106,21 +106,19 @@ static void ring_cqe(struct kf_ring *ring, struct io_uring_cqe *cqe)
 		__atomic_fetch_add(&kf.stats->jobs, 1, __ATOMIC_RELAXED);
 	if (q->busy) {
 		struct kf_file *f = &kf.files[q->file];
+		struct kf_file *t = &kf.files[q->ring_file];
 
 		/*
-		 * The job's id, where the CQE (CQE32) or the request (by
-		 * pointer) says it; a job of an unknown id makes the file's
-		 * ids unknown, as a child's would.
+		 * The job's id, where the CQE says it (CQE32: zero when the
+		 * request made no job); a ring without CQE32 never says, so
+		 * the file's ids become unknown, as with a child's submits.
 		 */
-		if (f->gen == q->file_gen) {
-			f->ring_submits--;
-			if (!cqe->res && !job && q->ptr.submit ==
-			    (uintptr_t)&q->s && !q->inline_form)
-				job = (uint32_t)q->s.job_id;
-			if (!cqe->res && !job)
-				f->shared = true;
-			if (job > f->last_job)
-				f->last_job = job;
+		if (t->live && t->gen == q->ring_gen) {
+			t->ring_submits--;
+			if (!(ring->flags & IORING_SETUP_CQE32))
+				t->shared = true;
+			if (job > t->last_job)
+				t->last_job = job;
 		}
 		/*
 		 * io-wq may have read the request long after the SQE went
@@ -284,7 +282,13 @@ static void ring_submit(struct kf_rng *r, struct kf_ring *ring)
 		q->sqe_flags = sqe->flags;
 		q->inline_form = inline_form;
 		q->busy = true;
-		kf.files[q->file].ring_submits++;
+		/* the file the job goes to: the registered one, or f */
+		q->ring_file = sqe->flags & IOSQE_FIXED_FILE ?
+			       ring->fixed_file : (int)(f - kf.files);
+		q->ring_gen = sqe->flags & IOSQE_FIXED_FILE ? ring->fixed_gen :
+			      f->gen;
+		if (kf.files[q->ring_file].gen == q->ring_gen)
+			kf.files[q->ring_file].ring_submits++;
 		queued++;
 	}
 	ret = io_uring_submit(&ring->ring);

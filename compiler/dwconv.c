@@ -39,6 +39,7 @@ struct dw {
 	int64_t Wp;		/* padded width, rounded up to a multiple of sw */
 	int64_t Wq;		/* columns of a plane's row: Wp / sw */
 	int64_t cc, ohb;	/* channels and output rows per band */
+	int64_t ohb_max;	/* at most: a band per lane when bands are few */
 	uint32_t rmask, cmask;	/* phases the taps read */
 	int nplanes;
 	struct loc x, w, out;
@@ -105,7 +106,7 @@ static int pick(struct dw *d)
 		return cg_fail(d->c, ENOSPC, "depthwise convolution: a band of %lld padded elements does not fit VMEM",
 			       (long long)plane_len(d, 1));
 	d->ohb = 1;
-	while (d->ohb < d->OH && fits(d, d->cc, d->ohb + 1))
+	while (d->ohb < d->ohb_max && fits(d, d->cc, d->ohb + 1))
 		d->ohb++;
 	d->acc = 0;
 	d->wraw = d->acc + d->cc * wide(d, d->ohb);
@@ -243,7 +244,7 @@ void gen_dwconv(struct cg *c, int v)
 	};
 	int64_t n, c0, cc, oh0, ohb, es = dt_size(d.w.dt), i;
 	int64_t items, item = 0, wc0 = -1;
-	uint32_t lane, wlane = UINT32_MAX;
+	uint32_t lane, wlane = UINT32_MAX, lanes;
 
 	if (c->ret)
 		return;
@@ -261,17 +262,24 @@ void gen_dwconv(struct cg *c, int v)
 	for (i = 0; i < d.KW; i++)
 		d.cmask |= 1u << (i * d.dw % d.sw);
 	d.nplanes = __builtin_popcount(d.rmask) * __builtin_popcount(d.cmask);
-	if (pick(&d))
-		return;
 	/*
 	 * Bands are independent: split them among lanes (in order, so a
 	 * lane's bands of one chunk share its weights), unless the output
-	 * lies where the input or the weights are.
+	 * lies where the input or the weights are. Where the chunks of
+	 * channels and the images are fewer than the lanes, bands of fewer
+	 * rows give each lane some.
 	 */
-	items = cdiv(d.C, d.cc) * xs->dims[0] * cdiv(d.OH, d.ohb);
-	if (cg_values_meet(c, v, nd->in[0]) || cg_values_meet(c, v, nd->in[1]) ||
-	    (double)shape_elems(&nd->shape) * d.taps < CG_LANES_MIN_WORK)
-		items = 1;
+	lanes = !cg_values_meet(c, v, nd->in[0]) &&
+		!cg_values_meet(c, v, nd->in[1]) &&
+		(double)shape_elems(&nd->shape) * d.taps >= CG_LANES_MIN_WORK ?
+		c->e.lanes : 1;
+	d.ohb_max = d.OH;
+	if (lanes > 1 && cdiv(d.C, 256) * xs->dims[0] < lanes)
+		d.ohb_max = cdiv(d.OH, lanes);
+	if (pick(&d))
+		return;
+	items = lanes > 1 ? cdiv(d.C, d.cc) * xs->dims[0] * cdiv(d.OH, d.ohb) :
+		1;
 	for (c0 = 0; c0 < d.C; c0 += d.cc) {
 		cc = d.C - c0 < d.cc ? d.C - c0 : d.cc;
 		for (n = 0; n < xs->dims[0]; n++)

@@ -664,6 +664,9 @@ static void gen_chain(struct fk *k, int64_t n)
 			k->nslots);
 		return;
 	}
+	/* split among lanes (gen_fused()): at least a tile per lane */
+	if (k->c->e.lanes > 1 && per > cdiv(n, k->c->e.lanes))
+		per = cdiv(n, k->c->e.lanes);
 	if (kw) {
 		gen_rows(k, n, kw, per);
 		return;

@@ -19,9 +19,11 @@
  *     fused.c wants;
  *   - a single-use RESHAPE between such a producer and its elementwise
  *     user joins with them (an alias inside the kernel);
+ *   - a value read more than once joins the kernel of its readers once
+ *     they are all in one (fuse_shared(): x * sigmoid(x));
  *   - PARAM, CONST and other RESHAPEs emit nothing and stay alone.
- * A kernel is thus a tree whose non-root nodes have exactly one use,
- * inside it, and no cycle between kernels can form.
+ * A kernel's non-root nodes thus have all their uses inside it, and no
+ * cycle between kernels can form.
  *
  * Then broadcasts: a P_COPY that repeats its source (a bias over the
  * channels, a scalar bound of a clip) read only by elementwise nodes
@@ -138,6 +140,47 @@ static void fuse_node(struct ir_graph *g, struct fuse *f, int i)
 			if (join(f, p, i) && via >= 0)
 				f->root[via] = i;
 		}
+}
+
+static bool is_output(const struct ir_graph *g, int v);
+
+/*
+ * Values read more than once (a SiLU's x, read by its sigmoid and by the
+ * product; a hard swish's): operand @p of node @i, an elementwise value
+ * or a matmul of @i's dims, joins @i's kernel once every reader of it is
+ * there (@i, the last, is being fused), so it never leaves the kernel.
+ * @p is its kernel's root and the only value that leaves it, and all of
+ * its readers are in @i's kernel: the merge closes no cycle.
+ */
+static void fuse_shared(struct ir_graph *g, struct fuse *f, int i)
+{
+	const struct ir_node *n = &g->nodes[i];
+	int k, j, q, p, src, ki = find(f->root, i);
+	bool all;
+
+	for (k = 0; k < n->nin; k++) {
+		p = n->in[k];
+		/* a matmul's RESHAPE, read twice: with the matmul behind it */
+		src = p;
+		if (g->nodes[p].op == OP_RESHAPE && g->nodes[p].uses >= 2 &&
+		    g->nodes[g->nodes[p].in[0]].uses == 1)
+			src = g->nodes[p].in[0];
+		if (g->nodes[p].uses < 2 || find(f->root, src) != src ||
+		    p == ki || src == ki || is_output(g, p) ||
+		    !(is_ew(&g->nodes[src]) ||
+		      g->nodes[src].op == OP_P_MATMUL) ||
+		    shape_elems(&g->nodes[src].shape) !=
+		    shape_elems(&n->shape) ||
+		    (src == p && !dims_eq(&g->nodes[p].shape, &n->shape)))
+			continue;
+		/* readers after @i are not fused yet: not in its kernel */
+		for (all = true, j = p + 1; j < g->n && all; j++)
+			for (q = 0; q < g->nodes[j].nin && all; q++)
+				all = g->nodes[j].in[q] != p ||
+				      (j <= i && find(f->root, j) == ki);
+		if (all && join(f, src, ki) && src != p)
+			f->root[p] = ki;
+	}
 }
 
 bool ir_view_linear(const struct ir_node *n, int lo, int hi, int64_t *step)
@@ -456,8 +499,10 @@ int pass_fuse(struct ir_graph *g, bool enable)
 		f.mm[i] = g->nodes[i].op == OP_P_MATMUL ? i : -1;
 		g->nodes[i].virt = false;
 		g->nodes[i].kw = 0;
-		if (enable && is_ew(&g->nodes[i]))
+		if (enable && is_ew(&g->nodes[i])) {
 			fuse_node(g, &f, i);
+			fuse_shared(g, &f, i);
+		}
 	}
 	if (enable) {
 		virtual_views(g, &f);

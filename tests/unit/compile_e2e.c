@@ -328,6 +328,45 @@ TEST(matmul_tiles_when_vmem_is_small)
 	}
 }
 
+/*
+ * Epilogues that read the matmul's value more than once: SiLU,
+ * x * sigmoid(x), and x * relu(x) + x: each one kernel with its matmul
+ * (fuse.c), against the reference, on both VMEMs.
+ */
+TEST(matmul_epilogue_reads_its_value_twice)
+{
+	static const int64_t a[] = { 37, 50 }, b[] = { 50, 70 };
+	struct vtpu_shape sa = f32(2, a), sb = f32(2, b);
+	struct vtpu_compile_options opts = { 0 };
+	struct vtpu_program *prog = NULL;
+	int hs;
+
+	for (hs = 0; hs < 2; hs++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int x = vtpu_g_parameter(g, 0, &sa, "a");
+		int w = vtpu_g_parameter(g, 1, &sb, "b");
+		int m = vtpu_g_matmul(g, x, w), y;
+		char err[256];
+
+		if (hs)
+			y = vtpu_g_binary(g, VTPU_ADD, vtpu_g_binary(g, VTPU_MUL,
+				m, vtpu_g_unary(g, VTPU_RELU, m)), m);
+		else
+			y = vtpu_g_binary(g, VTPU_MUL, m,
+					  vtpu_g_unary(g, VTPU_LOGISTIC, m));
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(NULL, vtpu_graph_error(g));
+		ASSERT_EQ(0, vtpu_compile(g, &dev_big, &opts, &prog, err,
+					  sizeof(err)))
+			TH_LOG("%s", err);
+		EXPECT_EQ(1, prog->cost.kernel_count) TH_LOG("case %d", hs);
+		vtpu_program_free(prog);
+		CHECK(g, &dev_big, 1e-5, 1e-4);
+		CHECK(g, &dev_small, 1e-5, 1e-4);
+		vtpu_graph_free(g);
+	}
+}
+
 TEST(dot_general_batch_and_contracting_dims)
 {
 	static const int64_t a[] = { 3, 5, 4 }, b[] = { 4, 3, 6 };

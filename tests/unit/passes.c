@@ -521,6 +521,38 @@ TEST(fuse_stops_at_a_value_with_two_uses)
 	vtpu_graph_free(g);
 }
 
+/*
+ * A value its last reader reads directly, all its readers in one kernel
+ * by then (x * sigmoid(x), a matmul's SiLU epilogue), joins them: it
+ * never leaves the kernel. Not when a reader is elsewhere or it is an
+ * output.
+ */
+TEST(fuse_takes_a_value_all_of_whose_readers_it_holds)
+{
+	struct vtpu_graph *g = vtpu_graph_new();
+	struct vtpu_shape sa = { VTPU_F32, 3, { 1, 4, 8 } };
+	struct vtpu_shape sb = { VTPU_F32, 3, { 1, 8, 16 } };
+	int a = vtpu_g_parameter(g, 0, &sa, "a");
+	int b = vtpu_g_parameter(g, 1, &sb, "b");
+	int m = bin(G(g), OP_P_MATMUL, a, b);
+	int s = un(G(g), OP_LOGISTIC, m), y = bin(G(g), OP_MUL, m, s);
+	int x = un(G(g), OP_EXP, y), t = un(G(g), OP_NEG, x);
+	int z = bin(G(g), OP_MUL, x, t), w = un(G(g), OP_ABS, x);
+	int outs[2] = { z, w };
+
+	vtpu_g_outputs(g, 2, outs);
+	ASSERT_EQ(0, pass_fuse(G(g), true));
+	/* the matmul leads its SiLU, and exp(y) follows */
+	EXPECT_EQ(x, kern(G(g), m));
+	EXPECT_EQ(x, kern(G(g), s));
+	EXPECT_EQ(x, kern(G(g), y));
+	/* x is read by w too, outside z's kernel: it stays a root */
+	EXPECT_EQ(x, kern(G(g), x));
+	EXPECT_EQ(z, kern(G(g), t));
+	EXPECT_EQ(w, kern(G(g), w));
+	vtpu_graph_free(g);
+}
+
 TEST(fuse_stops_at_an_output)
 {
 	struct vtpu_graph *g = vtpu_graph_new();

@@ -13,8 +13,9 @@
 #   model/<name>/vtpu-vs-ort-2t: R x
 # then the geometric means of those ratios over the models and
 #   model/geomean/vtpu-2c-vs-1c: R x  (speed-up from the second core)
-# Each time is a median (vtpu-run -n, ort_bench.js). Ratios above 1 mean
-# vtpu is slower.
+# Each time is the median over BENCH_ROUNDS (3) interleaved rounds of a
+# median of BENCH_RUNS (20) runs (vtpu-run -n, ort_bench.js). Ratios
+# above 1 mean vtpu is slower.
 #
 # ONNX Runtime comes from npm's onnxruntime-node, installed here with
 # --ignore-scripts into BUILD/ort for this benchmark only; without it the
@@ -26,6 +27,11 @@ shift
 top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$build/bin/vtpu-run
 runs=${BENCH_RUNS:-20}
+# Rounds per model: vtpu 1c, vtpu 2c, ORT 1t and 2t take turns, and each
+# figure is the median of its rounds' medians, so that a burst of noise
+# on these small VMs (a stolen core for a second) lands on one round of
+# one side rather than on a whole figure.
+rounds=${BENCH_ROUNDS:-3}
 ort_version=1.30.0
 
 models=$("$top/tools/zoo/models.sh" "$build") || exit 1
@@ -63,12 +69,30 @@ ort_ms() {	# DIR THREADS
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
+median() {	# VALUE...: their median, or nothing if one is missing
+	local n=0 v
+	for v in "$@"; do [ -n "$v" ] && n=$((n + 1)); done
+	[ "$n" -eq "$#" ] && [ "$n" -gt 0 ] || return 0
+	printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END {
+		m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+		printf "%s", m }'
+}
+
 logs=()	# "name ratio" for the geomeans
 add() { logs+=("$1 $2"); }
 for m in ${*:-$(cat "$models/MANIFEST")}; do
 	d=$models/$m
-	v1=$(vtpu_ms "$d" 1)
-	va=$(vtpu_ms "$d" 2)
+	r1=() ra=() q1=() q2=()
+	for ((i = 0; i < rounds; i++)); do
+		r1+=("$(vtpu_ms "$d" 1)")
+		ra+=("$(vtpu_ms "$d" 2)")
+		if [ -n "$ort" ]; then
+			q1+=("$(ort_ms "$d" 1)")
+			q2+=("$(ort_ms "$d" 2)")
+		fi
+	done
+	v1=$(median "${r1[@]}")
+	va=$(median "${ra[@]}")
 	if [ -z "$v1" ] || [ -z "$va" ]; then
 		echo "model/$m/vtpu: FAIL (vtpu-run did not run it)"
 		continue
@@ -77,8 +101,8 @@ for m in ${*:-$(cat "$models/MANIFEST")}; do
 	echo "model/$m/vtpu: $va ms"
 	add 2c-vs-1c "$(ratio "$v1" "$va")"
 	[ -n "$ort" ] || continue
-	o1=$(ort_ms "$d" 1)
-	o2=$(ort_ms "$d" 2)
+	o1=$(median "${q1[@]}")
+	o2=$(median "${q2[@]}")
 	if [ -z "$o1" ] || [ -z "$o2" ]; then
 		echo "model/$m/ort: FAIL (ONNX Runtime did not run it)"
 		continue

@@ -178,6 +178,64 @@ TEST_F(job, results_equal_userspace_executor_bit_for_bit)
 }
 
 /*
+ * A program of two bindings (@in read, @out written) on the kernel and
+ * on the userspace executor. @out starts as the bytes it holds and ends
+ * as the kernel's result; @t keeps the buffers and the SUBMIT for the
+ * refusals a test tries next. Returns 1 when the executor's result
+ * differs, a -errno (or the job's status) when a step fails.
+ */
+struct two_bind {
+	struct vtpu_buf prog, ib, ob;
+	struct drm_vtpu_binding bind[2];
+	struct vtpu_submit_args sa;
+};
+
+static int run_two_bind(int fd, __u64 vmem_size, void *p, size_t size,
+			float *in, size_t insz, float *out, size_t outsz,
+			struct two_bind *t)
+{
+	static const __u32 access[2] = { VTPU_ACCESS_READ, VTPU_ACCESS_WRITE };
+	float *ref = malloc(outsz);
+	struct vtpu_exec_binding eb[2] = { { in, insz }, { ref, outsz } };
+	int status = -1, ret = ref ? 0 : -ENOMEM;
+	__u64 id;
+
+	memset(t, 0, sizeof(*t));
+	if (!ret)
+		ret = vtpu_buf_prog(fd, p, size, &t->prog);
+	if (!ret)
+		ret = vtpu_buf_new(fd, insz, DRM_VTPU_PLACEMENT_AUTO, &t->ib);
+	if (!ret)
+		ret = vtpu_buf_new(fd, outsz, DRM_VTPU_PLACEMENT_HOST, &t->ob);
+	if (!ret) {
+		memcpy(ref, out, outsz);
+		memcpy(t->ib.map, in, insz);
+		memcpy(t->ob.map, out, outsz);
+		t->bind[0] = (struct drm_vtpu_binding){
+			t->ib.handle, DRM_VTPU_BIND_READ, 0, insz };
+		t->bind[1] = (struct drm_vtpu_binding){
+			t->ob.handle, DRM_VTPU_BIND_WRITE, 0, outsz };
+		t->sa = (struct vtpu_submit_args){
+			.prog = &t->prog, .prog_size = size, .bind = t->bind,
+			.nbind = 2,
+		};
+		ret = vtpu_submit(fd, &t->sa, &id);
+	}
+	if (!ret)
+		ret = vtpu_job_wait(fd, id, 30, &status);
+	if (!ret)
+		ret = status;
+	if (!ret)
+		ret = vtpu_ref_run(p, size, eb, access, 2, vmem_size);
+	if (!ret) {
+		ret = memcmp(ref, t->ob.map, outsz) ? 1 : 0;
+		memcpy(out, t->ob.map, outsz);
+	}
+	free(ref);
+	return ret;
+}
+
+/*
  * BINARY MADD (ISA version 5) in the kernel: d = a b + d with b a column
  * broadcast is libm's fmaf() of each element, rounded once, and the
  * userspace executor's bits; the same program marked ISA version 4 is
@@ -189,18 +247,12 @@ TEST_F(job, madd_is_fmaf_and_needs_isa_version_5)
 	struct vtpu_tile a = vtpu_tile_f32(0, n, n, n);
 	struct vtpu_tile d = vtpu_tile_f32(nn * 4, n, n, n);
 	struct vtpu_tile b = vtpu_tile_f32(2 * nn * 4, n, 1, 1);
-	static const __u32 access[2] = { VTPU_ACCESS_READ, VTPU_ACCESS_WRITE };
-	static float in[2 * 24 * 24 + 24], ref[24 * 24];
-	struct drm_vtpu_binding bind[2];
-	struct vtpu_exec_binding eb[2] = {
-		{ in, sizeof(in) }, { ref, sizeof(ref) },
-	};
-	struct vtpu_buf prog, ib, ob;
+	static float in[2 * 24 * 24 + 24], out[24 * 24];
 	struct vtpu_prog_header *h;
+	struct two_bind t;
 	struct vtpu_asm as;
-	int status = -1, bad = 0;
 	unsigned int i, j;
-	const float *out;
+	int ret, bad = 0;
 	size_t size;
 	__u64 id;
 	void *p;
@@ -215,29 +267,11 @@ TEST_F(job, madd_is_fmaf_and_needs_isa_version_5)
 	p = vtpu_asm_finish(&as, &size);
 	vtpu_asm_free(&as);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
-	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(in), DRM_VTPU_PLACEMENT_AUTO,
-				  &ib));
-	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(ref),
-				  DRM_VTPU_PLACEMENT_HOST, &ob));
 	vtpu_fill_random(in, ARRAY_SIZE(in), 5);
-	memcpy(ib.map, in, sizeof(in));
-	bind[0] = (struct drm_vtpu_binding){ ib.handle, DRM_VTPU_BIND_READ, 0,
-					     sizeof(in) };
-	bind[1] = (struct drm_vtpu_binding){ ob.handle, DRM_VTPU_BIND_WRITE,
-					     0, sizeof(ref) };
-
-	struct vtpu_submit_args sa = {
-		.prog = &prog, .prog_size = size, .bind = bind, .nbind = 2,
-	};
-
-	ASSERT_EQ(0, vtpu_submit(self->fd, &sa, &id));
-	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
-	ASSERT_EQ(0, status);
-	ASSERT_EQ(0, vtpu_ref_run(p, size, eb, access, 2, self->q.vmem_size));
-	out = ob.map;
-	EXPECT_EQ(0, memcmp(ref, out, sizeof(ref)))
-		TH_LOG("kernel and userspace differ");
+	ret = run_two_bind(self->fd, self->q.vmem_size, p, size, in,
+			   sizeof(in), out, sizeof(out), &t);
+	ASSERT_LE(0, ret) TH_LOG("the job: %d", ret);
+	EXPECT_EQ(0, ret) TH_LOG("kernel and userspace differ");
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < n; j++) {
 			float want = fmaf(in[i * n + j], in[2 * nn + i],
@@ -253,16 +287,16 @@ TEST_F(job, madd_is_fmaf_and_needs_isa_version_5)
 	EXPECT_EQ(0, bad);
 
 	/* The same bytes as an ISA version 4 program. */
-	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &t.prog);
 	h = p;
 	h->isa_version = 4;
 	vtpu_asm_checksum(p, size);
-	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &t.prog));
 	free(p);
-	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &sa, &id));
-	vtpu_buf_free(self->fd, &prog);
-	vtpu_buf_free(self->fd, &ib);
-	vtpu_buf_free(self->fd, &ob);
+	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &t.sa, &id));
+	vtpu_buf_free(self->fd, &t.prog);
+	vtpu_buf_free(self->fd, &t.ib);
+	vtpu_buf_free(self->fd, &t.ob);
 }
 
 /*
@@ -277,18 +311,12 @@ TEST_F(job, dma_step_reads_and_writes_every_nth_element)
 {
 	enum { R = 8, C = 20, IN = R * 2 * C, OUT = R * 3 * C };
 	struct vtpu_tile v = vtpu_tile_f32(0, R, C, C);
-	static const __u32 access[2] = { VTPU_ACCESS_READ, VTPU_ACCESS_WRITE };
-	static float in[IN], ref[OUT];
-	struct drm_vtpu_binding bind[2];
-	struct vtpu_exec_binding eb[2] = {
-		{ in, sizeof(in) }, { ref, sizeof(ref) },
-	};
-	struct vtpu_buf prog, ib, ob;
+	static float in[IN], out[OUT];
 	struct vtpu_prog_header *h;
+	struct two_bind t;
 	struct vtpu_asm as;
-	int status = -1, bad = 0;
 	unsigned int i, j;
-	const float *out;
+	int ret, bad = 0;
 	size_t size;
 	__u64 id;
 	void *p;
@@ -300,31 +328,12 @@ TEST_F(job, dma_step_reads_and_writes_every_nth_element)
 	p = vtpu_asm_finish(&as, &size);
 	vtpu_asm_free(&as);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
-	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(in), DRM_VTPU_PLACEMENT_AUTO,
-				  &ib));
-	ASSERT_EQ(0, vtpu_buf_new(self->fd, sizeof(ref),
-				  DRM_VTPU_PLACEMENT_HOST, &ob));
 	vtpu_fill_random(in, IN, 7);
-	memcpy(ib.map, in, sizeof(in));
-	memset(ob.map, 0x5a, sizeof(ref));
-	memset(ref, 0x5a, sizeof(ref));
-	bind[0] = (struct drm_vtpu_binding){ ib.handle, DRM_VTPU_BIND_READ, 0,
-					     sizeof(in) };
-	bind[1] = (struct drm_vtpu_binding){ ob.handle, DRM_VTPU_BIND_WRITE,
-					     0, sizeof(ref) };
-
-	struct vtpu_submit_args sa = {
-		.prog = &prog, .prog_size = size, .bind = bind, .nbind = 2,
-	};
-
-	ASSERT_EQ(0, vtpu_submit(self->fd, &sa, &id));
-	ASSERT_EQ(0, vtpu_job_wait(self->fd, id, 30, &status));
-	ASSERT_EQ(0, status);
-	ASSERT_EQ(0, vtpu_ref_run(p, size, eb, access, 2, self->q.vmem_size));
-	out = ob.map;
-	EXPECT_EQ(0, memcmp(ref, out, sizeof(ref)))
-		TH_LOG("kernel and userspace differ");
+	memset(out, 0x5a, sizeof(out));
+	ret = run_two_bind(self->fd, self->q.vmem_size, p, size, in,
+			   sizeof(in), out, sizeof(out), &t);
+	ASSERT_LE(0, ret) TH_LOG("the job: %d", ret);
+	EXPECT_EQ(0, ret) TH_LOG("kernel and userspace differ");
 	for (i = 0; i < R; i++) {
 		for (j = 0; j < 3 * C; j++) {
 			float want = in[i * 2 * C + j / 3 * 2];
@@ -341,21 +350,21 @@ TEST_F(job, dma_step_reads_and_writes_every_nth_element)
 	EXPECT_EQ(0, bad);
 
 	/* A store binding one float short of the last element stored. */
-	bind[1].size = sizeof(ref) - 2 * 4 - 4;
-	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &sa, &id));
-	bind[1].size = sizeof(ref);
+	t.bind[1].size = sizeof(out) - 2 * 4 - 4;
+	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &t.sa, &id));
+	t.bind[1].size = sizeof(out);
 
 	/* The same bytes as an ISA version 5 program. */
-	vtpu_buf_free(self->fd, &prog);
+	vtpu_buf_free(self->fd, &t.prog);
 	h = p;
 	h->isa_version = 5;
 	vtpu_asm_checksum(p, size);
-	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &prog));
+	ASSERT_EQ(0, vtpu_buf_prog(self->fd, p, size, &t.prog));
 	free(p);
-	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &sa, &id));
-	vtpu_buf_free(self->fd, &prog);
-	vtpu_buf_free(self->fd, &ib);
-	vtpu_buf_free(self->fd, &ob);
+	EXPECT_EQ(-EINVAL, vtpu_submit(self->fd, &t.sa, &id));
+	vtpu_buf_free(self->fd, &t.prog);
+	vtpu_buf_free(self->fd, &t.ib);
+	vtpu_buf_free(self->fd, &t.ob);
 }
 
 TEST_F(job, profile_records_the_job)

@@ -1793,6 +1793,32 @@ static void vtpu_dma_row_step(u8 *v, u8 vdt, u8 *b, u8 bdt, u32 step, u32 n,
 	}
 }
 
+/*
+ * Bytes a strided DMA asks for ahead of the row it copies. The CPU's own
+ * prefetchers follow one stream within a page, not rows a stride of
+ * several KiB apart (a weight tile's columns, a window of an image):
+ * without this each row waits on memory. Asking for lines the DMA
+ * will read changes no result.
+ */
+#define VTPU_DMA_AHEAD	2048
+
+static void vtpu_dma_prefetch(const struct vtpu_dma *m, const u8 *src,
+			      u32 r, u32 n)
+{
+	size_t len = (size_t)n * vtpu_esize(m->dtype), x;
+	u32 ahead;
+
+	/* a contiguous DMA is one stream: the CPU follows it */
+	if (m->stride <= len + 64)
+		return;
+	ahead = clamp_t(u32, VTPU_DMA_AHEAD / max_t(size_t, len, 64), 1, 16);
+	if (ahead >= m->v.rows - r)
+		return;
+	src += (size_t)ahead * m->stride;
+	for (x = 0; x < len; x += 64)
+		prefetch(src + x);
+}
+
 static void vtpu_dma_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
 			     u32 r, u32 j, u32 n)
 {
@@ -1813,16 +1839,18 @@ static void vtpu_dma_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
 		return;
 	}
 	/* Constants are loaded only: the validator rejects stores to them. */
-	if (m->binding == VTPU_BINDING_CONSTANTS)
+	if (m->binding == VTPU_BINDING_CONSTANTS) {
 		vtpu_dma_row(v, m->v.dtype, e->prog->consts + off, m->dtype,
 			     n);
-	else if (in->op == VTPU_OP_DMA_LOAD)
-		vtpu_dma_row(v, m->v.dtype,
-			     (u8 *)e->bindings[m->binding].data + off,
-			     m->dtype, n);
-	else
+	} else if (in->op == VTPU_OP_DMA_LOAD) {
+		const u8 *src = (u8 *)e->bindings[m->binding].data + off;
+
+		vtpu_dma_prefetch(m, src, r, n);
+		vtpu_dma_row(v, m->v.dtype, src, m->dtype, n);
+	} else {
 		vtpu_dma_row((u8 *)e->bindings[m->binding].data + off,
 			     m->dtype, v, m->v.dtype, n);
+	}
 }
 
 /*

@@ -78,6 +78,9 @@ typedef __s64 s64;
 				 _clamp_v < _clamp_lo ? _clamp_lo : \
 				 _clamp_v > _clamp_hi ? _clamp_hi : _clamp_v; })
 
+/* A read of the line at @x soon: a hint, never a fault (<linux/prefetch.h>) */
+#define prefetch(x)	__builtin_prefetch(x)
+
 /* Like the kernel's: store the wrapped result, return true on overflow. */
 #define check_add_overflow(a, b, d)	__builtin_add_overflow(a, b, d)
 #define check_sub_overflow(a, b, d)	__builtin_sub_overflow(a, b, d)

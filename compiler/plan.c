@@ -190,20 +190,29 @@ out:
 	return ret;
 }
 
-/* Whether @v's value must be in memory: read by another kernel, or out. */
-static int needs_memory(const struct ir_graph *g, int v)
+/*
+ * need[v]: whether v's value must be in memory, being read by another
+ * kernel or an output. One pass over the edges: asked node by node, the
+ * question cost a scan of the graph each, which an unrolled recurrent
+ * layer of thousands of steps made minutes.
+ */
+static uint8_t *memory_needs(const struct ir_graph *g)
 {
+	uint8_t *need = calloc(g->n + 1, 1);
 	int i, k;
 
+	if (!need)
+		return NULL;
 	for (k = 0; k < g->nout; k++)
-		if (g->outputs[k] == v)
-			return 1;
-	for (i = v + 1; i < g->n; i++)
-		for (k = 0; k < g->nodes[i].nin; k++)
-			if (g->nodes[i].in[k] == v &&
-			    node_kernel(g, i) != node_kernel(g, v))
-				return 1;
-	return 0;
+		need[g->outputs[k]] = 1;
+	for (i = 0; i < g->n; i++)
+		for (k = 0; k < g->nodes[i].nin; k++) {
+			int v = g->nodes[i].in[k];
+
+			if (v < i && node_kernel(g, i) != node_kernel(g, v))
+				need[v] = 1;
+		}
+	return need;
 }
 
 /* Whether anything but the output list reads @r or one of its aliases. */
@@ -265,29 +274,39 @@ static int by_size_desc(const void *a, const void *b)
 	return x->v - y->v;
 }
 
+/* A placed buffer live at once with the one being placed. */
+struct span {
+	uint64_t start, end;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 /* Lowest offset of the smallest gap that holds @b among placed buffers. */
 static uint64_t best_fit(const struct buf *bufs, int nplaced,
 			 const uint64_t *off, const struct buf *b)
 {
 	uint64_t best = UINT64_MAX, best_gap = UINT64_MAX, pos = 0;
-	int i, j, n = 0;
-	int *live = malloc((nplaced + 1) * sizeof(int));
+	int i, n = 0;
+	struct span *live = malloc((nplaced + 1) * sizeof(*live));
 
 	if (!live)
 		return UINT64_MAX;
 	for (i = 0; i < nplaced; i++)
 		if (bufs[i].def <= b->last && b->def <= bufs[i].last)
-			live[n++] = i;
-	/* insertion sort by offset: n is small */
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && off[live[j]] < off[live[j - 1]]; j--) {
-			int t = live[j];
-
-			live[j] = live[j - 1];
-			live[j - 1] = t;
-		}
+			live[n++] = (struct span){ off[i], off[i] + bufs[i].size };
+	/*
+	 * By offset. Usually few are live at once, but an unrolled
+	 * recurrent layer keeps every step's output live to its end: an
+	 * insertion sort made thousands of steps take minutes.
+	 */
+	qsort(live, n, sizeof(*live), by_start);
 	for (i = 0; i < n; i++) {
-		uint64_t s = off[live[i]], e = s + bufs[live[i]].size;
+		uint64_t s = live[i].start, e = live[i].end;
 
 		if (s > pos && s - pos >= b->size && s - pos < best_gap) {
 			best_gap = s - pos;
@@ -329,11 +348,11 @@ static int read_root(const struct ir_graph *g, int v)
 	return r;
 }
 
-/* Liveness of each scratch root, in kernel positions. */
+/* Liveness of each scratch root, in kernel positions; -1: no memory. */
 static int collect_scratch(struct ir_graph *g, const int *knum, int nk,
 			   const uint8_t *out_copy, struct buf *bufs)
 {
-	int i, k, n = 0;
+	int i, k, n = 0, *buf_of;
 
 	for (i = 0; i < g->n; i++) {
 		if (g->nodes[i].arena != A_SCRATCH)
@@ -343,20 +362,30 @@ static int collect_scratch(struct ir_graph *g, const int *knum, int nk,
 		bufs[n].def = bufs[n].last = knum[i];
 		n++;
 	}
-	for (k = 0; k < n; k++) {
-		for (i = 0; i < g->n; i++) {
-			int j;
+	/* which buffer a root is (-1: none), for one pass over the edges */
+	buf_of = malloc((g->n + 1) * sizeof(*buf_of));
+	if (!buf_of)
+		return -1;
+	for (i = 0; i < g->n; i++)
+		buf_of[i] = -1;
+	for (k = 0; k < n; k++)
+		buf_of[bufs[k].v] = k;
+	for (i = 0; i < g->n; i++) {
+		int j;
 
-			for (j = 0; j < g->nodes[i].nin; j++)
-				if (read_root(g, g->nodes[i].in[j]) == bufs[k].v &&
-				    knum[i] > bufs[k].last)
-					bufs[k].last = knum[i];
+		for (j = 0; j < g->nodes[i].nin; j++) {
+			k = buf_of[read_root(g, g->nodes[i].in[j])];
+			if (k >= 0 && knum[i] > bufs[k].last)
+				bufs[k].last = knum[i];
 		}
-		/* output copies run after every kernel */
-		for (i = 0; i < g->nout; i++)
-			if (out_copy[i] && node_root(g, g->outputs[i]) == bufs[k].v)
-				bufs[k].last = nk;
 	}
+	/* output copies run after every kernel */
+	for (i = 0; i < g->nout; i++) {
+		k = out_copy[i] ? buf_of[node_root(g, g->outputs[i])] : -1;
+		if (k >= 0)
+			bufs[k].last = nk;
+	}
+	free(buf_of);
 	return n;
 }
 
@@ -374,6 +403,11 @@ static int place_scratch(struct ir_graph *g, const int *knum, int nk,
 		return -ENOMEM;
 	}
 	n = collect_scratch(g, knum, nk, out_copy, bufs);
+	if (n < 0) {
+		free(bufs);
+		free(off);
+		return -ENOMEM;
+	}
 	qsort(bufs, n, sizeof(*bufs), by_size_desc);
 	for (i = 0; i < n; i++) {
 		off[i] = best_fit(bufs, i, off, &bufs[i]);
@@ -406,7 +440,8 @@ static void place_const(struct ir_node *n, uint64_t *coff, uint64_t *woff)
 	}
 }
 
-static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
+static int assign_arenas(struct ir_graph *g, uint8_t *out_copy,
+			 const uint8_t *need)
 {
 	uint64_t coff = 0, woff = 0;
 	int i;
@@ -432,7 +467,7 @@ static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
 		} else if (n->op == OP_RESHAPE || n->arena == A_OUTPUT ||
 			   n->virt) {
 			continue;
-		} else if (needs_memory(g, i)) {
+		} else if (need[i]) {
 			n->arena = A_SCRATCH;
 		}
 	}
@@ -440,7 +475,7 @@ static int assign_arenas(struct ir_graph *g, uint8_t *out_copy)
 }
 
 /* A RESHAPE's operand must be in memory when the RESHAPE's value is. */
-static void materialise_reshape_roots(struct ir_graph *g)
+static void materialise_reshape_roots(struct ir_graph *g, const uint8_t *need)
 {
 	int i, r;
 
@@ -449,8 +484,7 @@ static void materialise_reshape_roots(struct ir_graph *g)
 			continue;
 		r = node_root(g, i);
 		/* a virtual view's readers read its source */
-		if (g->nodes[r].arena == A_NONE && !g->nodes[r].virt &&
-		    needs_memory(g, i))
+		if (g->nodes[r].arena == A_NONE && !g->nodes[r].virt && need[i])
 			g->nodes[r].arena = A_SCRATCH;
 	}
 }
@@ -485,10 +519,11 @@ int pass_plan(struct ir_graph *g, struct plan_stats *st)
 {
 	uint8_t *out_copy = calloc(g->nout + 1, 1);
 	int *knum = calloc(g->n + 1, sizeof(int));
+	uint8_t *need = memory_needs(g);
 	int nk, ret;
 
 	memset(st, 0, sizeof(*st));
-	if (!out_copy || !knum) {
+	if (!out_copy || !knum || !need) {
 		ret = ir_error(g, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -497,10 +532,10 @@ int pass_plan(struct ir_graph *g, struct plan_stats *st)
 		ret = ir_error(g, EINVAL, "plan: kernels have no order");
 		goto out;
 	}
-	ret = assign_arenas(g, out_copy);
+	ret = assign_arenas(g, out_copy, need);
 	if (ret)
 		goto out;
-	materialise_reshape_roots(g);
+	materialise_reshape_roots(g, need);
 	fix_output_offsets(g);
 	ret = place_scratch(g, knum, nk, out_copy, st);
 	if (ret) {
@@ -509,6 +544,7 @@ int pass_plan(struct ir_graph *g, struct plan_stats *st)
 	}
 	alias_reshapes(g);
 out:
+	free(need);
 	free(knum);
 	free(out_copy);
 	return ret;

@@ -35,27 +35,169 @@ static int dir_slice(struct ctx *c, int v, int dir, int ndir)
 	return v < 0 ? v : onnx_reshape(c, v, s.rank - 1, s.dims + 1);
 }
 
-static int sigm(struct ctx *c, int v)
-{
-	return v < 0 ? v : onnx_chk(c, vtpu_g_unary(c->g, VTPU_LOGISTIC, v));
-}
+/*
+ * Steps a layer unrolls: each is a few kernels, so a thousand keep a
+ * two-layer bidirectional LSTM far inside the program's instruction
+ * limit, and its compile time in seconds.
+ */
+#define RNN_MAX_STEPS	1024
 
-static int tanhv(struct ctx *c, int v)
-{
-	return v < 0 ? v : onnx_chk(c, vtpu_g_unary(c->g, VTPU_TANH, v));
-}
+/* The activation functions the ONNX recurrent operators name. */
+enum act_fn {
+	ACT_SIGMOID, ACT_TANH, ACT_RELU, ACT_AFFINE, ACT_LEAKY_RELU,
+	ACT_THRESHOLDED_RELU, ACT_SCALED_TANH, ACT_HARD_SIGMOID, ACT_ELU,
+	ACT_SOFTSIGN, ACT_SOFTPLUS,
+};
+
+static const struct {
+	const char *name;
+	bool alpha, beta;	/* which of activation_alpha/beta it takes */
+	float a, b;		/* their defaults, the operators' own */
+} act_fns[] = {
+	[ACT_SIGMOID] = { "Sigmoid" },
+	[ACT_TANH] = { "Tanh" },
+	[ACT_RELU] = { "Relu" },
+	[ACT_AFFINE] = { "Affine", true, true, 1.0f, 0.0f },
+	[ACT_LEAKY_RELU] = { "LeakyRelu", true, false, 0.01f },
+	[ACT_THRESHOLDED_RELU] = { "ThresholdedRelu", true, false, 1.0f },
+	[ACT_SCALED_TANH] = { "ScaledTanh", true, true, 1.0f, 1.0f },
+	[ACT_HARD_SIGMOID] = { "HardSigmoid", true, true, 0.2f, 0.5f },
+	[ACT_ELU] = { "Elu", true, false, 1.0f },
+	[ACT_SOFTSIGN] = { "Softsign" },
+	[ACT_SOFTPLUS] = { "Softplus" },
+};
+
+struct act {
+	enum act_fn fn;
+	float a, b;
+};
 
 /* One direction of a recurrent layer: its weights and its results. */
 struct rnn_dir {
 	int w, r, b, h, c, peep;	/* inputs, this direction's; -1: absent */
-	int ys[256];			/* Y's steps, in time order */
+	struct act f[3];		/* f, g, h of the operator's formulas */
+	int ys[RNN_MAX_STEPS];		/* Y's steps, in time order */
 };
 
 struct rnn {
 	int cell, ng, x;
 	bool batch_first, lbr;
+	float clip;			/* 0: none */
 	int64_t hs, seq, batch, in;
 };
+
+/* @fn applied to @v, after the cell clip: "applied to the input of activations" */
+static int act(struct ctx *c, const struct rnn *l, const struct act *fn, int v)
+{
+	int p;
+
+	if (v < 0)
+		return v;
+	if (l->clip > 0) {
+		v = onnx_binary(c, VTPU_MIN, v, onnx_splat(c, l->clip, v));
+		v = onnx_binary(c, VTPU_MAX, v, onnx_splat(c, -l->clip, v));
+	}
+	switch (fn->fn) {
+	case ACT_SIGMOID:
+		return onnx_chk(c, vtpu_g_unary(c->g, VTPU_LOGISTIC, v));
+	case ACT_TANH:
+		return onnx_chk(c, vtpu_g_unary(c->g, VTPU_TANH, v));
+	case ACT_RELU:
+		return onnx_chk(c, vtpu_g_unary(c->g, VTPU_RELU, v));
+	case ACT_AFFINE:
+		return onnx_binary(c, VTPU_ADD, onnx_binary(c, VTPU_MUL, v,
+						onnx_splat(c, fn->a, v)),
+				   onnx_splat(c, fn->b, v));
+	case ACT_LEAKY_RELU:
+		p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, v, onnx_splat(c, 0, v)));
+		return p < 0 ? p : onnx_chk(c, vtpu_g_select(c->g, p, v,
+				onnx_binary(c, VTPU_MUL, v, onnx_splat(c, fn->a, v))));
+	case ACT_THRESHOLDED_RELU:
+		p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, v, onnx_splat(c, fn->a, v)));
+		return p < 0 ? p : onnx_chk(c, vtpu_g_select(c->g, p, v,
+							     onnx_splat(c, 0, v)));
+	case ACT_SCALED_TANH:
+		v = onnx_binary(c, VTPU_MUL, v, onnx_splat(c, fn->b, v));
+		v = v < 0 ? v : onnx_chk(c, vtpu_g_unary(c->g, VTPU_TANH, v));
+		return onnx_binary(c, VTPU_MUL, v, onnx_splat(c, fn->a, v));
+	case ACT_HARD_SIGMOID:
+		v = onnx_binary(c, VTPU_ADD, onnx_binary(c, VTPU_MUL, v,
+						onnx_splat(c, fn->a, v)),
+				onnx_splat(c, fn->b, v));
+		v = onnx_binary(c, VTPU_MIN, v, onnx_splat(c, 1, v));
+		return onnx_binary(c, VTPU_MAX, v, onnx_splat(c, 0, v));
+	case ACT_ELU:
+		p = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, v, onnx_splat(c, 0, v)));
+		return p < 0 ? p : onnx_chk(c, vtpu_g_select(c->g, p, v,
+			onnx_binary(c, VTPU_MUL, onnx_splat(c, fn->a, v),
+				onnx_binary(c, VTPU_SUB,
+					onnx_chk(c, vtpu_g_unary(c->g, VTPU_EXP, v)),
+					onnx_splat(c, 1, v)))));
+	case ACT_SOFTSIGN:
+		p = onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS, v));
+		p = onnx_binary(c, VTPU_ADD, p, onnx_splat(c, 1, v));
+		return onnx_binary(c, VTPU_DIV, v, p);
+	case ACT_SOFTPLUS:
+		p = onnx_binary(c, VTPU_ADD, onnx_chk(c, vtpu_g_unary(c->g, VTPU_EXP, v)),
+				onnx_splat(c, 1, v));
+		return p < 0 ? p : onnx_chk(c, vtpu_g_unary(c->g, VTPU_LOG, p));
+	}
+	return -EINVAL;
+}
+
+/*
+ * The activations attribute: @per functions a direction (f; f, g; or f,
+ * g, h), forward's then reverse's; without it the operator's defaults.
+ * activation_alpha and activation_beta are taken in order by the
+ * functions that have such a parameter, as ONNX Runtime reads them; a
+ * function past the end of a list keeps its operator's default.
+ */
+static int activations(struct ctx *c, node_t *n, int cell, int nd,
+		       struct rnn_dir *dirs)
+{
+	static const enum act_fn defs[3][3] = {
+		[CELL_RNN] = { ACT_TANH },
+		[CELL_GRU] = { ACT_SIGMOID, ACT_TANH },
+		[CELL_LSTM] = { ACT_SIGMOID, ACT_TANH, ACT_TANH },
+	};
+	const Onnx__AttributeProto *names = onnx_attr(n, "activations");
+	const Onnx__AttributeProto *al = onnx_attr(n, "activation_alpha");
+	const Onnx__AttributeProto *be = onnx_attr(n, "activation_beta");
+	int per = cell == CELL_RNN ? 1 : cell == CELL_GRU ? 2 : 3;
+	size_t ia = 0, ib = 0;
+
+	if (names && names->n_strings != (size_t)(per * nd))
+		return onnx_fail(c, "wants %d activations, has %zu", per * nd,
+				 names->n_strings);
+	for (int k = 0; k < nd; k++) {
+		for (int i = 0; i < per; i++) {
+			struct act *f = &dirs[k].f[i];
+			const ProtobufCBinaryData *s;
+			size_t j;
+
+			f->fn = defs[cell][i];
+			if (names) {
+				s = &names->strings[k * per + i];
+				for (j = 0; j < sizeof(act_fns) / sizeof(act_fns[0]); j++)
+					if (strlen(act_fns[j].name) == s->len &&
+					    !strncasecmp(act_fns[j].name,
+							 (const char *)s->data, s->len))
+						break;
+				if (j == sizeof(act_fns) / sizeof(act_fns[0]))
+					return onnx_fail(c, "unsupported activation %.*s",
+							 (int)s->len, (const char *)s->data);
+				f->fn = (enum act_fn)j;
+			}
+			f->a = act_fns[f->fn].a;
+			f->b = act_fns[f->fn].b;
+			if (act_fns[f->fn].alpha && al && ia < al->n_floats)
+				f->a = al->floats[ia++];
+			if (act_fns[f->fn].beta && be && ib < be->n_floats)
+				f->b = be->floats[ib++];
+		}
+	}
+	return 0;
+}
 
 /*
  * One direction unrolled (@reverse: from the last step back): one matmul
@@ -120,11 +262,13 @@ static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 		if (gx < 0 || gh < 0)
 			return -EINVAL;
 		if (cell == CELL_RNN) {
-			h = tanhv(c, onnx_binary(c, VTPU_ADD, gx, gh));
+			h = act(c, l, &d->f[0], onnx_binary(c, VTPU_ADD, gx, gh));
 		} else if (cell == CELL_GRU) {
-			int z = sigm(c, onnx_binary(c, VTPU_ADD, gate(c, gx, 0, hs),
+			int z = act(c, l, &d->f[0],
+				    onnx_binary(c, VTPU_ADD, gate(c, gx, 0, hs),
 						gate(c, gh, 0, hs)));
-			int rg = sigm(c, onnx_binary(c, VTPU_ADD, gate(c, gx, 1, hs),
+			int rg = act(c, l, &d->f[0],
+				     onnx_binary(c, VTPU_ADD, gate(c, gx, 1, hs),
 						 gate(c, gh, 1, hs)));
 			int hh;
 
@@ -138,7 +282,8 @@ static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 				if (hh >= 0 && br >= 0)
 					hh = onnx_binary(c, VTPU_ADD, hh, gate(c, br, 2, hs));
 			}
-			hh = tanhv(c, onnx_binary(c, VTPU_ADD, gate(c, gx, 2, hs), hh));
+			hh = act(c, l, &d->f[1],
+				 onnx_binary(c, VTPU_ADD, gate(c, gx, 2, hs), hh));
 			/* H = (1 - z) * hh + z * H_prev = hh + z * (H_prev - hh) */
 			h = onnx_binary(c, VTPU_ADD, hh, onnx_binary(c, VTPU_MUL, z,
 					onnx_binary(c, VTPU_SUB, hprev, hh)));
@@ -160,8 +305,9 @@ static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 					cprev));
 			}
 			cc = onnx_binary(c, VTPU_ADD,
-					 onnx_binary(c, VTPU_MUL, sigm(c, fg), cprev),
-					 onnx_binary(c, VTPU_MUL, sigm(c, ig), tanhv(c, cg)));
+					 onnx_binary(c, VTPU_MUL, act(c, l, &d->f[0], fg), cprev),
+					 onnx_binary(c, VTPU_MUL, act(c, l, &d->f[0], ig),
+						     act(c, l, &d->f[1], cg)));
 			if (peep >= 0) {
 				int64_t pst[1] = { hs }, plim[1] = { 2 * hs }, pstep[1] = { 1 };
 
@@ -169,7 +315,8 @@ static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 					onnx_chk(c, vtpu_g_slice(c->g, peep, pst, plim, pstep)),
 					cc));
 			}
-			h = onnx_binary(c, VTPU_MUL, sigm(c, og), tanhv(c, cc));
+			h = onnx_binary(c, VTPU_MUL, act(c, l, &d->f[0], og),
+					act(c, l, &d->f[2], cc));
 			cprev = cc;
 		}
 		if (h < 0 || c->failed)
@@ -203,7 +350,7 @@ int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	struct rnn l = { .cell = d->arg };
 	struct rnn_dir dirs[2];
-	int nd = 1, y[2], steps[256];
+	int nd = 1, y[2], steps[RNN_MAX_STEPS];
 	bool rev = onnx_attr_s_is(n, "direction", "forward", "reverse");
 	int64_t t3[3];
 	struct vtpu_shape sx;
@@ -219,18 +366,22 @@ int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
 		return onnx_fail(c, "unsupported direction");
 	if (l.x < 0)
 		return -EINVAL;
-	if (onnx_attr(n, "activations") || onnx_attr(n, "clip") ||
-	    onnx_attr_i(n, "input_forget", 0))
-		return onnx_fail(c, "unsupported activations, clip or input_forget");
+	if (onnx_attr_i(n, "input_forget", 0))
+		return onnx_fail(c, "unsupported input_forget");
+	l.clip = onnx_attr_f(n, "clip", 0.0f);
+	if (onnx_attr(n, "clip") && !(l.clip > 0))
+		return onnx_fail(c, "clip must be positive");
+	if (activations(c, n, l.cell, nd, dirs))
+		return -EINVAL;
 	sx = onnx_shape_of(c, l.x);
 	if (sx.rank != 3 || l.hs < 1)
 		return onnx_fail(c, "wants X [seq, batch, input] and hidden_size");
 	l.seq = sx.dims[l.batch_first ? 1 : 0];
 	l.batch = sx.dims[l.batch_first ? 0 : 1];
 	l.in = sx.dims[2];
-	if (l.seq > 256)
-		return onnx_fail(c, "unsupported sequence of %lld steps (at most 256)",
-				 (long long)l.seq);
+	if (l.seq > RNN_MAX_STEPS)
+		return onnx_fail(c, "unsupported sequence of %lld steps (at most %d)",
+				 (long long)l.seq, RNN_MAX_STEPS);
 	if (onnx_has_in(n, 4)) {	/* sequence_lens: only the full length */
 		const struct cval *cv = onnx_cin(c, n, 4, "sequence_lens");
 		int64_t lens[1024];

@@ -366,6 +366,86 @@ TEST(fold_leaves_large_broadcast_and_params)
 	vtpu_graph_free(g);
 }
 
+/*
+ * A transpose of a constant too big for the evaluator (above 2^24
+ * elements): folded by moving elements, the 2-D case in blocks, others
+ * by an odometer. Every element is checked against its index formula;
+ * s32 data, so a move through a float would show.
+ */
+static int check_big_transpose(struct __test_metadata *_metadata, int rank,
+			       const int64_t *dims, const int *perm)
+{
+	struct vtpu_shape s = { VTPU_S32, rank, { 0 } };
+	struct vtpu_graph *g = vtpu_graph_new();
+	int64_t n = 1, i, os[4], idx[4], off;
+	const int32_t *t;
+	struct ir_graph *o;
+	int32_t *data;
+	int d, y, bad = 0;
+
+	for (d = 0; d < rank; d++) {
+		s.dims[d] = dims[d];
+		n *= dims[d];
+	}
+	data = malloc(n * sizeof(*data));
+	if (!data)
+		return 1;
+	for (i = 0; i < n; i++)
+		data[i] = (int32_t)(i * 2654435761u);
+	y = vtpu_g_transpose(g, vtpu_g_constant(g, &s, data), perm);
+	vtpu_g_outputs(g, 1, &y);
+	o = ir_clone(G(g));
+	if (!o || pass_fold(o) || o->n != 1 || o->nodes[0].op != OP_CONST) {
+		TH_LOG("rank %d: not folded to one constant", rank);
+		bad = 1;
+		goto out;
+	}
+	t = o->nodes[0].a.cst.data;
+	/*
+	 * The other way round from the fold: along the input, each input
+	 * dimension moving the output offset by its output stride.
+	 */
+	for (d = rank - 1, off = 1; d >= 0; d--) {
+		os[perm[d]] = off;
+		off *= dims[perm[d]];
+		idx[d] = 0;
+	}
+	for (i = 0, off = 0; i < n && !bad; i++) {
+		if (t[off] != data[i]) {
+			TH_LOG("rank %d: input %lld is not at %lld", rank,
+			       (long long)i, (long long)off);
+			bad = 1;
+		}
+		for (d = rank - 1; d >= 0; d--) {
+			off += os[d];
+			if (++idx[d] < dims[d])
+				break;
+			off -= os[d] * dims[d];
+			idx[d] = 0;
+		}
+	}
+out:
+	ir_free_graph(o);
+	vtpu_graph_free(g);
+	free(data);
+	return bad;
+}
+
+/*
+ * Shapes whose check walks memory in order (the output is read where the
+ * input's walk puts it): a square one would be a cache miss an element.
+ */
+TEST(fold_transposes_a_constant_above_the_evaluators_limit)
+{
+	static const int64_t wide[2] = { 3, 5592406 }, tall[2] = { 5592406, 3 };
+	static const int64_t d3[3] = { 64, 1025, 257 };
+	static const int p2[2] = { 1, 0 }, p3[3] = { 1, 0, 2 };
+
+	ASSERT_EQ(0, check_big_transpose(_metadata, 2, wide, p2));
+	ASSERT_EQ(0, check_big_transpose(_metadata, 2, tall, p2));
+	ASSERT_EQ(0, check_big_transpose(_metadata, 3, d3, p3));
+}
+
 /* ---- cse -------------------------------------------------------------- */
 
 TEST(cse_merges_duplicate_subtrees_and_constants)

@@ -497,8 +497,10 @@ int onnx_op_pad(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int x = onnx_in(c, n, 0), m, na = -1;
 	int64_t p[2 * R], ax[R], lo[R] = { 0 }, hi[R] = { 0 };
+	int64_t st[R], lim[R], step[R];
 	double val = 0;
 	struct vtpu_shape s;
+	bool crop = false;
 
 	(void)d;
 	if (x < 0)
@@ -537,10 +539,26 @@ int onnx_op_pad(struct ctx *c, node_t *n, const struct opdef *d)
 
 		if (a < 0)
 			return a;
-		if (p[i] < 0 || p[i + na] < 0)
-			return onnx_fail(c, "unsupported negative pads");
 		lo[a] = p[i], hi[a] = p[i + na];
 	}
+	/*
+	 * Negative pads remove elements: a slice first, as ONNX Runtime
+	 * crops before it pads (which matters to reflect and edge).
+	 */
+	for (int a = 0; a < s.rank; a++)
+		crop |= lo[a] < 0 || hi[a] < 0;
+	for (int a = 0; crop && a < s.rank; a++) {
+		st[a] = lo[a] < 0 ? -lo[a] : 0;
+		lim[a] = s.dims[a] - (hi[a] < 0 ? -hi[a] : 0);
+		step[a] = 1;
+		if (lim[a] <= st[a])
+			return onnx_fail(c, "pads remove all %lld elements of axis %d",
+					 (long long)s.dims[a], a);
+		lo[a] = lo[a] < 0 ? 0 : lo[a];
+		hi[a] = hi[a] < 0 ? 0 : hi[a];
+	}
+	if (crop && (x = onnx_chk(c, vtpu_g_slice(c->g, x, st, lim, step))) < 0)
+		return x;
 	if (onnx_attr_s_is(n, "mode", "constant", "constant"))
 		return onnx_out(c, n, 0, onnx_chk(c, vtpu_g_pad(c->g, x, lo, hi, val)));
 	for (int a = 0; a < s.rank && x >= 0; a++)

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: MIT
+# Copyright (C) 2026 The vtpu authors
+"""Operators against numpy written from their ONNX definitions."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import vtpu
+from conftest import make_model
+
+NP_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge"}
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("pads", [
+    [0, -1, 0, -2],           # crop both ends of axis 1
+    [-1, 2, 1, -3],           # crop and pad on the same axes
+    [2, -2, -1, 1],
+])
+def test_pad_with_negative_pads_crops_then_pads(mode, pads):
+    x = np.arange(5 * 7, dtype=np.float32).reshape(5, 7) - 11
+    node = helper.make_node("Pad", ["x", "p", "v"], ["y"], mode=mode)
+    lo, hi = pads[:2], pads[2:]
+    crop = x[max(-lo[0], 0):x.shape[0] - max(-hi[0], 0),
+             max(-lo[1], 0):x.shape[1] - max(-hi[1], 0)]
+    width = [(max(lo[a], 0), max(hi[a], 0)) for a in range(2)]
+    kw = {"constant_values": 2.5} if mode == "constant" else {}
+    want = np.pad(crop, width, mode=NP_MODE[mode], **kw)
+    m = make_model([node], [("x", TensorProto.FLOAT, [5, 7])],
+                   [("y", TensorProto.FLOAT, list(want.shape))],
+                   [numpy_helper.from_array(np.array(pads, np.int64), "p"),
+                    numpy_helper.from_array(np.array(2.5, np.float32), "v")])
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    np.testing.assert_array_equal(y, want)
+
+
+def test_pads_that_remove_a_whole_axis_are_refused():
+    node = helper.make_node("Pad", ["x", "p"], ["y"])
+    m = make_model([node], [("x", TensorProto.FLOAT, [2, 3])],
+                   [("y", TensorProto.FLOAT, [2, 0])],
+                   [numpy_helper.from_array(np.array([0, -2, 0, -1],
+                                                     np.int64), "p")])
+    with pytest.raises(vtpu.Error, match="remove all 3 elements of axis 1"):
+        vtpu.InferenceSession(m, backend="host")

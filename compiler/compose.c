@@ -233,6 +233,31 @@ int compose_mod(struct vtpu_graph *g, int a0, int b0, bool floor_mod)
 }
 
 /*
+ * s32 division, rounding toward zero (C's, XLA's, ONNX Div of integers):
+ * the f32 quotient truncated (exact below 2^24), then one step where
+ * the remainder shows it off by one; x / 0 is -1, as XLA defines it
+ * (ONNX leaves it undefined).
+ */
+int compose_div_int(struct vtpu_graph *g, int a, int b)
+{
+	int fa = vtpu_g_convert(g, a, VTPU_F32), fb = vtpu_g_convert(g, b, VTPU_F32);
+	int q = vtpu_g_convert(g, bin(g, VTPU_DIV, fa, fb), VTPU_S32);
+	int r = sub(g, a, mul(g, q, b));
+	int s = mul(g, compose_sign(g, a), compose_sign(g, b));
+	int ar = bin(g, VTPU_MAX, r, sub(g, kst(g, 0, r), r));
+	int ab = bin(g, VTPU_MAX, b, sub(g, kst(g, 0, b), b));
+	int rneg = cmp(g, VTPU_LT, r, 0), aneg = cmp(g, VTPU_LT, a, 0);
+	int anonneg = cmp(g, VTPU_GE, a, 0);
+	/* r nonzero with the other sign than a */
+	int wrong = sel(g, cmp(g, VTPU_NE, r, 0), sel(g, rneg, anonneg, aneg),
+			kst(g, 0, rneg));
+
+	q = sel(g, wrong, sub(g, q, s), q);
+	q = sel(g, vtpu_g_compare(g, VTPU_GE, ar, ab), add(g, q, s), q);
+	return sel(g, cmp(g, VTPU_EQ, b, 0), kst(g, -1, a), q);
+}
+
+/*
  * f32 @x rounded to float16's precision, kept in f32 (the device has no
  * float16): 11 significant bits by Veltkamp's split (x 8193 - (x 8193 -
  * x)), multiples of 2^-24 below 2^-14 (subnormals, (x + 3/4) - 3/4), and

@@ -4140,33 +4140,6 @@ static int build_compare(struct parser *p, struct inst *in)
 	return vtpu_g_compare(p->g, in->at->dir, v[0], v[1]);
 }
 
-/*
- * s32 division, rounding toward zero: the f32 quotient truncated (exact
- * below 2^24), then one step where the remainder shows it off by one;
- * x / 0 is -1, as XLA defines it.
- */
-static int int_div(struct parser *p, int a, int b)
-{
-	int fa = to_type(p, a, VTPU_F32), fb = to_type(p, b, VTPU_F32);
-	int q = vtpu_g_convert(p->g, bin(p, VTPU_DIV, fa, fb), VTPU_S32);
-	int r = bin(p, VTPU_SUB, a, bin(p, VTPU_MUL, q, b));
-	int s = bin(p, VTPU_MUL, compose_sign(p->g, a), compose_sign(p->g, b));
-	int ar = bin(p, VTPU_MAX, r, bin(p, VTPU_SUB, splat(p, 0, r), r));
-	int ab = bin(p, VTPU_MAX, b, bin(p, VTPU_SUB, splat(p, 0, b), b));
-	int zero = splat(p, 0, a);
-	int rneg = vtpu_g_compare(p->g, VTPU_LT, r, zero);
-	int aneg = vtpu_g_compare(p->g, VTPU_LT, a, zero);
-	/* r nonzero with the other sign than a */
-	int wrong = p_and(p, vtpu_g_compare(p->g, VTPU_NE, r, zero),
-			  vtpu_g_select(p->g, rneg, p_not(p, aneg), aneg));
-
-	q = vtpu_g_select(p->g, wrong, bin(p, VTPU_SUB, q, s), q);
-	q = vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_GE, ar, ab),
-			  bin(p, VTPU_ADD, q, s), q);
-	return vtpu_g_select(p->g, vtpu_g_compare(p->g, VTPU_EQ, b, zero),
-			     splat(p, -1, a), q);
-}
-
 static int build_binary(struct parser *p, struct inst *in)
 {
 	int v[2];
@@ -4178,7 +4151,7 @@ static int build_binary(struct parser *p, struct inst *in)
 		if (no_unsigned(p, in))
 			return p->ret;
 	if (in->op->arg == VTPU_DIV && shape_of(p, v[0]).type == VTPU_S32)
-		return int_div(p, v[0], v[1]);
+		return compose_div_int(p->g, v[0], v[1]);
 	return vtpu_g_binary(p->g, in->op->arg, v[0], v[1]);
 }
 

@@ -281,6 +281,8 @@ int compose_erf(struct vtpu_graph *g, int x);
 int compose_sin_cos(struct vtpu_graph *g, int x, int want_cos);
 /* f32 or s32; @floor_mod: the divisor's sign, else the dividend's. */
 int compose_mod(struct vtpu_graph *g, int a, int b, bool floor_mod);
+/* s32 quotient truncated toward zero, exact below 2^24; x / 0 is -1. */
+int compose_div_int(struct vtpu_graph *g, int a, int b);
 int compose_round_f16(struct vtpu_graph *g, int x);
 
 /* ---- eval.c: the reference evaluator ------------------------------------ */

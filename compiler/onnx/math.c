@@ -141,6 +141,14 @@ int onnx_op_binary(struct ctx *c, node_t *n, const struct opdef *d)
 		return onnx_out(c, n, 0, y < 0 ? y :
 				onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32)));
 	}
+	/* the device divides f32 only: compose.c's, exact below 2^24 */
+	if (d->arg == VTPU_DIV && onnx_shape_of(c, a).type == VTPU_S32) {
+		int v[2] = { a, b };
+
+		if (bcast_all(c, 2, v))
+			return -EINVAL;
+		return onnx_out(c, n, 0, onnx_chk(c, compose_div_int(c->g, v[0], v[1])));
+	}
 	/* Pow's exponent may have another type; the result has the base's. */
 	if (onnx_shape_of(c, a).type != onnx_shape_of(c, b).type && d->arg == VTPU_POW)
 		b = onnx_chk(c, vtpu_g_convert(c->g, b, onnx_shape_of(c, a).type));

@@ -42,3 +42,34 @@ def test_pads_that_remove_a_whole_axis_are_refused():
                                                      np.int64), "p")])
     with pytest.raises(vtpu.Error, match="remove all 3 elements of axis 1"):
         vtpu.InferenceSession(m, backend="host")
+
+
+def test_integer_div_truncates_toward_zero():
+    """ONNX Div of int32 (the device divides f32 only): every sign pair,
+    quotients just below and at integers, magnitudes up to 2^24 - 1."""
+    rng = np.random.default_rng(5)
+    a = np.concatenate([rng.integers(-(1 << 24) + 1, 1 << 24, 4000),
+                        [-7, 7, -7, 7, 0, 16777215, -16777215, 16777214,
+                         6, -6, 12, 1]]).astype(np.int32)
+    b = np.concatenate([rng.integers(1, 5000, 4000) *
+                        rng.choice([-1, 1], 4000),
+                        [2, 2, -2, -2, 5, 16777215, 3, 16777215,
+                         3, 3, -4, 16777215]]).astype(np.int32)
+    node = helper.make_node("Div", ["a", "b"], ["y"])
+    m = make_model([node], [("a", TensorProto.INT32, [a.size]),
+                            ("b", TensorProto.INT32, [b.size])],
+                   [("y", TensorProto.INT32, [a.size])])
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"a": a, "b": b})
+    want = np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)
+    np.testing.assert_array_equal(y, want.astype(np.int32))
+
+
+def test_integer_div_broadcasts():
+    a = np.arange(-12, 12, dtype=np.int32).reshape(4, 6)
+    b = np.array([5], np.int32)
+    node = helper.make_node("Div", ["a", "b"], ["y"])
+    m = make_model([node], [("a", TensorProto.INT32, [4, 6])],
+                   [("y", TensorProto.INT32, [4, 6])],
+                   [numpy_helper.from_array(b, "b")])
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"a": a})
+    np.testing.assert_array_equal(y, (np.abs(a) // 5 * np.sign(a)))

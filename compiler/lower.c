@@ -360,6 +360,112 @@ static int lower_dwconv(struct ir_graph *g, const struct ir_node *n)
  * N*OH*OW]; their product is [O, N, OH, OW], transposed to NCHW (only a
  * RESHAPE when N is 1).
  */
+/*
+ * The kernel taps along one axis that read some input for some output:
+ * tap k reads input o * s + k * d - pad for o in [0, O). Returns them as
+ * [*k0, *k1], and false when none does.
+ */
+static bool live_taps(int64_t in, int64_t out, int64_t taps, int s, int d,
+		      int pad, int64_t *k0, int64_t *k1)
+{
+	int64_t k, o;
+
+	*k0 = -1;
+	for (k = 0; k < taps; k++) {
+		/* the first output whose row is not above the input */
+		o = pad - k * d > 0 ? (pad - k * d + s - 1) / s : 0;
+		if (o < out && o * s + k * d - pad < in) {
+			if (*k0 < 0)
+				*k0 = k;
+			*k1 = k;
+		}
+	}
+	return *k0 >= 0;
+}
+
+/*
+ * A convolution whose outer taps only ever read padding (an atrous
+ * convolution with a dilation as large as its input: DeepLab's ASPP at
+ * 36 on a 7x7 map is a 1x1 convolution) keeps only the taps that read
+ * input: a smaller kernel, less padding, the same output. The dropped
+ * products are 0 * w; leaving them out changes no sum but the sign of a
+ * zero one (and a NaN or infinite weight's NaN). Returns the new
+ * CONV's id, 0 when nothing can be dropped.
+ */
+static int trim_conv(struct ir_graph *g, const struct ir_node *n)
+{
+	const struct vtpu_conv_params *p = &n->a.conv;
+	const struct vtpu_shape *xs = shape_of(g, n->in[0]);
+	struct vtpu_shape ks = *shape_of(g, n->in[1]);
+	struct vtpu_conv_params q = *p;
+	int64_t k0[2], k1[2], kn[2], ext;
+	const struct ir_node *w = &g->nodes[n->in[1]];
+	int i, id, wid, in[2];
+
+	if (ks.rank != 4)
+		return 0;
+	for (i = 0; i < 2; i++) {
+		if (!live_taps(xs->dims[2 + i], n->shape.dims[2 + i],
+			       ks.dims[2 + i], p->stride[i], p->dilation[i],
+			       p->pad_lo[i], &k0[i], &k1[i]))
+			return 0;
+		kn[i] = k1[i] - k0[i] + 1;
+		q.pad_lo[i] = p->pad_lo[i] - (int)(k0[i] * p->dilation[i]);
+		/* the padded extent the same outputs need */
+		ext = (n->shape.dims[2 + i] - 1) * p->stride[i] +
+		      (kn[i] - 1) * p->dilation[i] + 1;
+		q.pad_hi[i] = (int)(ext - xs->dims[2 + i] - q.pad_lo[i]);
+		if (q.pad_lo[i] < 0 || q.pad_hi[i] < 0)
+			return 0;
+		if (kn[i] == 1)
+			q.dilation[i] = 1;
+	}
+	if (kn[0] == ks.dims[2] && kn[1] == ks.dims[3])
+		return 0;
+	ks.dims[2] = kn[0];
+	ks.dims[3] = kn[1];
+	if (w->op == OP_CONST && w->a.cst.data) {
+		/* a constant kernel is cut here: fold.c has run already */
+		size_t es = type_size(ks.type);
+		const uint8_t *src = w->a.cst.data;
+		int64_t KH = w->shape.dims[2], KW = w->shape.dims[3], oi, r, c;
+		uint8_t *dst = ir_alloc(g, shape_elems(&ks) * es), *o;
+
+		if (!dst)
+			return -ENOMEM;
+		for (oi = 0, o = dst; oi < ks.dims[0] * ks.dims[1]; oi++)
+			for (r = k0[0]; r <= k1[0]; r++)
+				for (c = k0[1]; c <= k1[1]; c++, o += es)
+					memcpy(o, src + ((oi * KH + r) * KW + c) * es,
+					       es);
+		wid = ir_add(g, OP_CONST, &ks, 0, NULL);
+		if (wid < 0)
+			return wid;
+		g->nodes[wid].a.cst.data = dst;
+	} else {
+		/* lowered here: the pass does not visit nodes it adds */
+		struct ir_node sl = { .op = OP_SLICE, .shape = ks, .nin = 1,
+				      .in = &in[1] };
+
+		in[1] = n->in[1];
+		for (i = 0; i < 4; i++) {
+			sl.a.slice.start[i] = i < 2 ? 0 : k0[i - 2];
+			sl.a.slice.limit[i] = i < 2 ? ks.dims[i] : k1[i - 2] + 1;
+			sl.a.slice.stride[i] = 1;
+		}
+		wid = lower_slice(g, &sl);
+		if (wid < 0)
+			return wid;
+	}
+	in[0] = n->in[0];
+	in[1] = wid;
+	id = ir_add(g, OP_CONV, &n->shape, 2, in);
+	if (id < 0)
+		return id;
+	g->nodes[id].a.conv = q;
+	return id;
+}
+
 static int lower_conv(struct ir_graph *g, const struct ir_node *n)
 {
 	const struct vtpu_conv_params *p = &n->a.conv;
@@ -375,6 +481,15 @@ static int lower_conv(struct ir_graph *g, const struct ir_node *n)
 	static const int nchw[4] = { 1, 0, 2, 3 };
 	int in[2], id;
 
+	id = trim_conv(g, n);
+	if (id) {
+		struct ir_node t;
+
+		if (id < 0)
+			return id;
+		t = g->nodes[id];
+		return lower_conv(g, &t);
+	}
 	if (is_depthwise(g, n))
 		return lower_dwconv(g, n);
 	id = conv_pad(g, n->in[0], p);

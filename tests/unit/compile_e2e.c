@@ -1605,4 +1605,68 @@ TEST(conv_reads_its_windows_in_place)
 	}
 }
 
+/*
+ * Kernel taps that only ever read padding are dropped (DeepLab's ASPP:
+ * dilation 36 on a 7x7 map leaves the centre tap, a 1x1 convolution
+ * with neither PAD nor im2col), with the padding that remains adjusted:
+ * the results are the reference's, the kernel a parameter or a
+ * constant, depthwise or not, on both VMEM sizes.
+ */
+TEST(conv_drops_taps_that_read_only_padding)
+{
+	static const struct {
+		int64_t x[4], k[4];
+		struct vtpu_conv_params p;
+		bool one_by_one;	/* all but the centre tap drop */
+	} cs[] = {
+		{ { 1, 8, 7, 7 }, { 4, 8, 3, 3 },
+		  { { 1, 1 }, { 36, 36 }, { 36, 36 }, { 36, 36 }, 1 }, true },
+		{ { 2, 6, 5, 6 }, { 4, 6, 3, 3 },
+		  { { 1, 1 }, { 12, 12 }, { 12, 12 }, { 12, 12 }, 1 }, true },
+		/* depthwise 7x7 on a 2x2 map: the outer taps go */
+		{ { 1, 4, 2, 2 }, { 4, 1, 7, 7 },
+		  { { 1, 1 }, { 3, 3 }, { 3, 3 }, { 1, 1 }, 4 }, false },
+		/* uneven padding and a stride: some rows go, columns stay */
+		{ { 1, 3, 5, 4 }, { 2, 3, 3, 3 },
+		  { { 2, 1 }, { 7, 1 }, { 1, 1 }, { 4, 1 }, 1 }, false },
+		{ { 1, 3, 4, 9 }, { 5, 3, 5, 3 },
+		  { { 1, 2 }, { 6, 1 }, { 5, 2 }, { 3, 2 }, 1 }, false },
+	};
+	unsigned int c, konst;
+
+	for (c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		for (konst = 0; konst < 2; konst++) {
+			struct vtpu_shape sx = f32(4, cs[c].x), sk = f32(4, cs[c].k);
+			struct vtpu_graph *g = vtpu_graph_new();
+			struct vtpu_program *prog = NULL;
+			void *kd = random_tensor(&sk);
+			int x, k, y;
+			double w;
+
+			TH_LOG("case %u, %s kernel", c, konst ? "constant" : "parameter");
+			x = vtpu_g_parameter(g, 0, &sx, "x");
+			k = konst ? vtpu_g_constant(g, &sk, kd) :
+				    vtpu_g_parameter(g, 1, &sk, "k");
+			y = vtpu_g_conv2d(g, x, k, &cs[c].p);
+			vtpu_g_outputs(g, 1, &y);
+			w = check_graph(g, &dev_big, 1e-5, 1e-4, 0, &prog);
+			EXPECT_TRUE(w >= 0 && w <= 1.0)
+				TH_LOG("worst error ratio %g", w);
+			/*
+			 * No PAD, and no copy at all but a parameter
+			 * kernel's slice and a batch's NCHW
+			 */
+			if (prog && cs[c].one_by_one) {
+				EXPECT_EQ(0, count_kernels(prog, ":pad"));
+				if (konst && cs[c].x[0] == 1)
+					EXPECT_EQ(0, count_kernels(prog, "p_copy"));
+			}
+			vtpu_program_free(prog);
+			CHECK(g, &dev_small, 1e-5, 1e-4);
+			free(kd);
+			vtpu_graph_free(g);
+		}
+	}
+}
+
 TEST_HARNESS_MAIN

@@ -81,7 +81,7 @@ struct rnn_dir {
 
 struct rnn {
 	int cell, ng, x;
-	bool batch_first, lbr;
+	bool batch_first, lbr, input_forget;
 	float clip;			/* 0: none */
 	int64_t hs, seq, batch, in;
 };
@@ -304,9 +304,14 @@ static int unroll(struct ctx *c, const struct rnn *l, struct rnn_dir *d,
 					onnx_chk(c, vtpu_g_slice(c->g, peep, pst, plim, pstep)),
 					cprev));
 			}
+			ig = act(c, l, &d->f[0], ig);
+			/* input_forget couples them: f = 1 - i, as ONNX Runtime */
+			fg = l->input_forget ?
+			     onnx_binary(c, VTPU_SUB, onnx_splat(c, 1, ig), ig) :
+			     act(c, l, &d->f[0], fg);
 			cc = onnx_binary(c, VTPU_ADD,
-					 onnx_binary(c, VTPU_MUL, act(c, l, &d->f[0], fg), cprev),
-					 onnx_binary(c, VTPU_MUL, act(c, l, &d->f[0], ig),
+					 onnx_binary(c, VTPU_MUL, fg, cprev),
+					 onnx_binary(c, VTPU_MUL, ig,
 						     act(c, l, &d->f[1], cg)));
 			if (peep >= 0) {
 				int64_t pst[1] = { hs }, plim[1] = { 2 * hs }, pstep[1] = { 1 };
@@ -366,8 +371,7 @@ int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
 		return onnx_fail(c, "unsupported direction");
 	if (l.x < 0)
 		return -EINVAL;
-	if (onnx_attr_i(n, "input_forget", 0))
-		return onnx_fail(c, "unsupported input_forget");
+	l.input_forget = onnx_attr_i(n, "input_forget", 0) != 0;
 	l.clip = onnx_attr_f(n, "clip", 0.0f);
 	if (onnx_attr(n, "clip") && !(l.clip > 0))
 		return onnx_fail(c, "clip must be positive");

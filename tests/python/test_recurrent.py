@@ -46,7 +46,8 @@ def bind(names, alphas, betas):
     return out
 
 
-def reference(cell, x, w, r, bias, hs, acts, clip, lbr, reverse):
+def reference(cell, x, w, r, bias, hs, acts, clip, lbr, reverse,
+              coupled=False):
     """Y [seq, dirs, batch, H] of the ONNX formulas, in float64."""
     seq, batch, _ = x.shape
     nd = w.shape[0]
@@ -79,7 +80,10 @@ def reference(cell, x, w, r, bias, hs, acts, clip, lbr, reverse):
             else:
                 g = xt @ W.T + h @ R.T + wb + rb
                 i, o, fg, cg = np.split(g, 4, axis=1)
-                c = f[0](fg) * c + f[0](i) * f[1](cg)
+                ia = f[0](i)
+                # input_forget: the forget gate is 1 - the input gate
+                fa = 1 - ia if coupled else f[0](fg)
+                c = fa * c + ia * f[1](cg)
                 h = f[0](o) * f[2](c)
             ys[t, d] = h
     return ys
@@ -147,14 +151,14 @@ def test_unknown_activation_is_refused_by_name():
         vtpu.InferenceSession(m, backend="host")
 
 
-def lstm_model(seq, hs=8, inp=4, direction="forward", seed=3):
+def lstm_model(seq, hs=8, inp=4, direction="forward", seed=3, **attrs):
     nd = 2 if direction == "bidirectional" else 1
     rng = np.random.default_rng(seed)
     w = (rng.standard_normal((nd, 4 * hs, inp)) * 0.5).astype(np.float32)
     r = (rng.standard_normal((nd, 4 * hs, hs)) * 0.5).astype(np.float32)
     b = (rng.standard_normal((nd, 8 * hs)) * 0.2).astype(np.float32)
     node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"],
-                            hidden_size=hs, direction=direction)
+                            hidden_size=hs, direction=direction, **attrs)
     m = make_model([node], [("x", TensorProto.FLOAT, [seq, 1, inp])],
                    [("y", TensorProto.FLOAT, [seq, nd, 1, hs])],
                    [numpy_helper.from_array(w, "w"),
@@ -179,3 +183,15 @@ def test_too_long_a_sequence_is_refused_with_the_limit():
     m, _, _, _ = lstm_model(1025)
     with pytest.raises(vtpu.Error, match="1025 steps.*at most 1024"):
         vtpu.InferenceSession(m, backend="host")
+
+
+def test_lstm_input_forget_couples_the_gates():
+    seq, hs = 6, 5
+    m, w, r, b = lstm_model(seq, hs, direction="bidirectional",
+                            input_forget=1)
+    x = np.random.default_rng(6).standard_normal((seq, 1, 4)).astype(
+        np.float32)
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    acts = bind(["Sigmoid", "Tanh", "Tanh"] * 2, [], [])
+    want = reference("LSTM", x, w, r, b, hs, acts, 0, 0, False, True)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)

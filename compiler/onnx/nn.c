@@ -846,6 +846,62 @@ out:
 }
 
 /*
+ * MaxPool's Indices: for each element of the padded input @sx (padding
+ * @w->lo before each spatial axis), its position in the unpadded input,
+ * as an s32 value of the padded shape: (n C + c) S plus the spatial
+ * position, row-major (or @col_major: storage_order=1), -1 in the
+ * padding (-inf there never wins).
+ */
+static int pool_positions(struct ctx *c, const struct vtpu_shape *sx,
+			  const struct window *w, bool col_major)
+{
+	struct vtpu_shape bs = { VTPU_S32, sx->rank, { sx->dims[0], sx->dims[1] } };
+	struct vtpu_shape ps = { VTPU_S32, sx->rank, { 1, 1 } };
+	int64_t S = 1, np = 1, e, pos[3] = { 0 };
+	int32_t *bv, *pv;
+	int b, p;
+
+	for (int a = 0; a < w->nsp; a++) {
+		S *= w->in[a];
+		bs.dims[2 + a] = 1;
+		ps.dims[2 + a] = w->in[a] + w->lo[a] + w->hi[a] + w->ceil_hi[a];
+		np *= ps.dims[2 + a];
+	}
+	if (sx->dims[0] * sx->dims[1] * S >= INT32_MAX)
+		return onnx_fail(c, "unsupported: MaxPool indices past 2^31");
+	bv = malloc(sx->dims[0] * sx->dims[1] * sizeof(*bv));
+	pv = malloc(np * sizeof(*pv));
+	if (!bv || !pv) {
+		free(bv);
+		free(pv);
+		return onnx_fail(c, "out of memory");
+	}
+	for (e = 0; e < sx->dims[0] * sx->dims[1]; e++)
+		bv[e] = (int32_t)(e * S);
+	for (e = 0; e < np; e++) {
+		int64_t flat = 0;
+		bool in = true;
+
+		for (int t = 0; t < w->nsp; t++) {
+			/* storage_order=1: the spatial position column-major */
+			int a = col_major ? w->nsp - 1 - t : t;
+			int64_t r = pos[a] - w->lo[a];
+
+			in &= r >= 0 && r < w->in[a];
+			flat = flat * w->in[a] + r;
+		}
+		pv[e] = in ? (int32_t)flat : -1;
+		for (int a = w->nsp - 1; a >= 0 && ++pos[a] == ps.dims[2 + a]; a--)
+			pos[a] = 0;
+	}
+	b = onnx_chk(c, vtpu_g_constant(c->g, &bs, bv));
+	p = onnx_chk(c, vtpu_g_constant(c->g, &ps, pv));
+	free(bv);
+	free(pv);
+	return b < 0 || p < 0 ? -EINVAL : onnx_binary(c, VTPU_ADD, b, p);
+}
+
+/*
  * MaxPool/AveragePool over 1, 2 or 3 spatial axes. A box window is
  * separable, so each axis is pooled in turn: the padded input's kernel
  * strided slices along that axis, combined by max or add. That is
@@ -858,14 +914,12 @@ int onnx_op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 	struct vtpu_shape sx;
 	struct window w = { 0 };
 	int64_t kv[3], lo[R] = { 0 }, hi[R] = { 0 };
-	bool padded = false, ceil = false;
+	bool padded = false, ceil = false, want_idx;
+	int idx = -1;
 
 	if (x < 0)
 		return x;
-	if (n->n_output > 1 && n->output[1][0])
-		return onnx_fail(c, "unsupported Indices output");
-	if (onnx_attr_i(n, "storage_order", 0))
-		return onnx_fail(c, "unsupported storage_order=1");
+	want_idx = is_max && n->n_output > 1 && n->output[1][0];
 	sx = onnx_shape_of(c, x);
 	if (sx.rank < 3 || sx.rank > 5)
 		return onnx_fail(c, "unsupported %d-D pooling (1-D to 3-D only)",
@@ -887,15 +941,24 @@ int onnx_op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 		padded |= lo[2 + i] || hi[2 + i];
 		ceil |= w.ceil_hi[i] > 0;
 	}
+	if (want_idx && (idx = pool_positions(c, &sx, &w,
+				onnx_attr_i(n, "storage_order", 0) != 0)) < 0)
+		return idx;
 	if (padded)
 		x = onnx_chk(c, vtpu_g_pad(c->g, x, lo, hi, is_max ? -INFINITY : 0.0));
-	for (int i = 0; i < w.nsp && x >= 0; i++) {
-		int acc = -1, ax = 2 + i;
+	/*
+	 * With indices the last axis goes first: each row's first maximum,
+	 * then the first row's, is the first in row-major order, the one
+	 * ONNX Runtime reports. The maximum itself is the same either way.
+	 */
+	for (int t = 0; t < w.nsp && x >= 0; t++) {
+		int i = want_idx ? w.nsp - 1 - t : t;
+		int acc = -1, iacc = -1, ax = 2 + i;
 
 		sx = onnx_shape_of(c, x);
 		for (int64_t k = 0; k < w.k[i]; k++) {
 			int64_t st[R] = { 0 }, lim[R], step[R];
-			int sl;
+			int sl, si = -1, gt;
 
 			for (int j = 0; j < sx.rank; j++)
 				lim[j] = sx.dims[j], step[j] = 1;
@@ -903,15 +966,29 @@ int onnx_op_pool(struct ctx *c, node_t *n, const struct opdef *d)
 			lim[ax] = st[ax] + (w.o[i] - 1) * w.s[i] + 1;
 			step[ax] = w.s[i];
 			sl = onnx_chk(c, vtpu_g_slice(c->g, x, st, lim, step));
-			if (sl < 0)
-				return sl;
+			if (want_idx)
+				si = onnx_chk(c, vtpu_g_slice(c->g, idx, st, lim, step));
+			if (sl < 0 || (want_idx && si < 0))
+				return -EINVAL;
+			if (want_idx && acc >= 0) {
+				/* a later tap only where strictly greater */
+				gt = onnx_chk(c, vtpu_g_compare(c->g, VTPU_GT, sl, acc));
+				iacc = gt < 0 ? gt : onnx_chk(c, vtpu_g_select(c->g, gt, si, iacc));
+				if (iacc < 0)
+					return iacc;
+			} else if (want_idx) {
+				iacc = si;
+			}
 			acc = acc < 0 ? sl : onnx_chk(c, vtpu_g_binary(c->g,
 					is_max ? VTPU_MAX : VTPU_ADD, acc, sl));
 			if (acc < 0)
 				return acc;
 		}
 		x = acc;
+		idx = iacc;
 	}
+	if (want_idx && onnx_out(c, n, 1, idx) < 0)
+		return -EINVAL;
 	if (x >= 0 && !is_max) {
 		int cnt, dims[3] = { 2, 3, 4 };
 		int64_t kk = 1;

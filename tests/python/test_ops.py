@@ -73,3 +73,62 @@ def test_integer_div_broadcasts():
                    [numpy_helper.from_array(b, "b")])
     y, = vtpu.InferenceSession(m, backend="host").run(None, {"a": a})
     np.testing.assert_array_equal(y, (np.abs(a) // 5 * np.sign(a)))
+
+
+def maxpool_ref(x, k, s, d, lo, hi, ceil, order="C"):
+    """MaxPool's values and Indices (position in x of each window's first
+    maximum, row-major or, order "F", column-major), by loops over the
+    ONNX definition."""
+    sp = x.shape[2:]
+    nd = len(sp)
+    out = []
+    for a in range(nd):
+        span = sp[a] + lo[a] + hi[a] - ((k[a] - 1) * d[a] + 1)
+        o = (-(-span // s[a]) if ceil else span // s[a]) + 1
+        # ceil_mode: a window must start inside the input or its pads
+        if ceil and (o - 1) * s[a] >= sp[a] + lo[a]:
+            o -= 1
+        out.append(o)
+    y = np.zeros(x.shape[:2] + tuple(out), np.float32)
+    ind = np.zeros(y.shape, np.int64)
+    for n in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            for o in np.ndindex(*out):
+                best, at = -np.inf, -1
+                for t in np.ndindex(*k):
+                    p = [o[a] * s[a] + t[a] * d[a] - lo[a] for a in range(nd)]
+                    if any(p[a] < 0 or p[a] >= sp[a] for a in range(nd)):
+                        continue
+                    v = x[(n, c) + tuple(p)]
+                    if v > best:
+                        best = v
+                        at = (n * x.shape[1] + c) * int(np.prod(sp)) + \
+                            int(np.ravel_multi_index(p, sp, order=order))
+                y[(n, c) + o], ind[(n, c) + o] = best, at
+    return y, ind
+
+
+@pytest.mark.parametrize("shape,k,s,d,pads,ceil,order", [
+    ((1, 2, 7, 9), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0, 0),
+    ((2, 3, 8, 8), (2, 3), (2, 1), (1, 2), (0, 1, 1, 0), 1, 0),
+    ((1, 1, 11), (4,), (3,), (1,), (2, 1), 1, 0),
+    ((1, 2, 4, 5, 6), (2, 2, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1, 1, 0, 1),
+     0, 0),
+    ((1, 2, 6, 7), (3, 2), (1, 2), (1, 1), (1, 0, 1, 1), 0, 1),
+])
+def test_maxpool_indices_are_the_first_maximum(shape, k, s, d, pads, ceil,
+                                               order):
+    # small integers: ties in most windows, so "first" matters
+    x = np.random.default_rng(7).integers(-3, 4, shape).astype(np.float32)
+    nd = len(k)
+    want_y, want_i = maxpool_ref(x, k, s, d, pads[:nd], pads[nd:], ceil,
+                                 "F" if order else "C")
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=k,
+                            strides=s, dilations=d, pads=pads,
+                            ceil_mode=ceil, storage_order=order)
+    m = make_model([node], [("x", TensorProto.FLOAT, list(shape))],
+                   [("y", TensorProto.FLOAT, list(want_y.shape)),
+                    ("i", TensorProto.INT64, list(want_i.shape))])
+    y, i = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(i, want_i)

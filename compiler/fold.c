@@ -49,7 +49,8 @@ static bool foldable(const struct ir_graph *g, const struct ir_node *n)
 		return false;
 	if (elems > FOLD_MAX_MOVE)
 		return n->op == OP_TRANSPOSE && elems <= FOLD_MAX_TRANSPOSE &&
-		       g->nodes[n->in[0]].op == OP_CONST;
+		       g->nodes[n->in[0]].op == OP_CONST &&
+		       g->nodes[n->in[0]].a.cst.data;
 	if (elems > FOLD_MAX_ELEMS && ir_ops[n->op].kind == K_OTHER &&
 	    n->op != OP_TRANSPOSE && n->op != OP_RESHAPE && n->op != OP_SLICE)
 		return false;
@@ -128,7 +129,7 @@ static void *transpose_const(struct ir_graph *g, int i)
 		dims[d] = n->shape.dims[d];
 	}
 	/* last: ir_alloc() may move the nodes */
-	out = in ? ir_alloc(g, total * es) : NULL;
+	out = ir_alloc(g, total * es);
 	if (!out)
 		return NULL;
 	if (rank == 2 && stride[1] != 1) {

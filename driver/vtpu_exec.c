@@ -1916,8 +1916,8 @@ static __always_inline void vtpu_copy_row(u8 *d, const u8 *s, size_t len)
 /*
  * DMA_LOAD and DMA_STORE without conversion or element step, whose rows
  * are a segment each (VTPU_CHUNK / VTPU_W_MOVE elements at most): a row
- * is one memcpy(), and this loop goes from row to row with the addresses
- * in hand. Through vtpu_exec_rows() each row of a short-row DMA (a plane
+ * is one vtpu_copy_row(), and this loop goes from row to row with the
+ * addresses in hand. Through vtpu_exec_rows() each row of a short-row DMA (a plane
  * row of a depthwise convolution: a hundred bytes) paid a call and the
  * row addresses worked out again, as much as the copy. Same rows, same
  * bytes, same work counted, same resume point.

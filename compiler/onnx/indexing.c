@@ -440,3 +440,275 @@ int onnx_op_gather(struct ctx *c, node_t *n, const struct opdef *d)
 	x = onnx_take(c, x, ax, idx, ni);
 	return onnx_out(c, n, 0, x < 0 ? x : onnx_reshape(c, x, rank, t));
 }
+
+/* ---- GridSample -------------------------------------------------------- */
+
+struct sampler {
+	struct ctx *c;
+	int x;			/* the input, flat [N * C * H * W] */
+	int64_t n, ch, h, w, ho, wo;
+	int base;		/* s32 [N, C, 1]: (n C + c) H W */
+};
+
+static int gs_k(struct sampler *s, double v, int like)
+{
+	return onnx_splat(s->c, v, like);
+}
+
+static int gs_bin(struct sampler *s, enum vtpu_binary_op op, int a, int b)
+{
+	return a < 0 || b < 0 ? -EINVAL : onnx_binary(s->c, op, a, b);
+}
+
+static int gs_cmp(struct sampler *s, enum vtpu_cmp_dir dir, int a, double b)
+{
+	return a < 0 ? a : onnx_chk(s->c, vtpu_g_compare(s->c->g, dir, a,
+							 gs_k(s, b, a)));
+}
+
+/*
+ * A normalised coordinate in [-1, 1] (f32 [N, Ho, Wo]) as a pixel
+ * coordinate along an axis of @len, with the padding mode's clipping or
+ * reflection: PyTorch's grid_sampler_compute_source_index(), which
+ * ONNX's GridSample follows.
+ */
+static int gs_unnormalise(struct sampler *s, int g, int64_t len, bool align)
+{
+	if (align)	/* (g + 1) / 2 * (len - 1) */
+		return gs_bin(s, VTPU_MUL, gs_bin(s, VTPU_ADD, g, gs_k(s, 1, g)),
+			      gs_k(s, (len - 1) / 2.0, g));
+	/* ((g + 1) * len - 1) / 2 */
+	return gs_bin(s, VTPU_MUL, gs_bin(s, VTPU_SUB,
+		      gs_bin(s, VTPU_MUL, gs_bin(s, VTPU_ADD, g, gs_k(s, 1, g)),
+			     gs_k(s, (double)len, g)), gs_k(s, 1, g)),
+		      gs_k(s, 0.5, g));
+}
+
+/* A pixel coordinate with the padding mode applied: clipped or reflected. */
+static int gs_pad(struct sampler *s, int v, int64_t len, bool align, int pad)
+{
+	struct ctx *c = s->c;
+
+	if (pad == 2 && v >= 0) {
+		/* reflection about [lo, hi]: |v - lo| folded by the span */
+		double lo = align ? 0 : -0.5, span = align ? len - 1 : len;
+		int a, flips, extra, odd;
+
+		if (span <= 0)
+			return gs_k(s, 0, v);
+		a = onnx_chk(c, vtpu_g_unary(c->g, VTPU_ABS,
+					     gs_bin(s, VTPU_SUB, v, gs_k(s, lo, v))));
+		flips = onnx_chk(c, compose_round(c->g, gs_bin(s, VTPU_DIV, a,
+						  gs_k(s, span, a)), ROUND_FLOOR));
+		extra = gs_bin(s, VTPU_SUB, a, gs_bin(s, VTPU_MUL, flips,
+						      gs_k(s, span, a)));
+		odd = onnx_chk(c, compose_mod(c->g, flips, gs_k(s, 2, a), true));
+		odd = gs_cmp(s, VTPU_EQ, odd, 1);
+		v = odd < 0 ? odd : onnx_chk(c, vtpu_g_select(c->g, odd,
+			gs_bin(s, VTPU_SUB, gs_k(s, span + lo, extra), extra),
+			gs_bin(s, VTPU_ADD, extra, gs_k(s, lo, extra))));
+	}
+	if (pad >= 1) {	/* border, and reflection's result: clipped */
+		v = gs_bin(s, VTPU_MAX, v, gs_k(s, 0, v));
+		v = gs_bin(s, VTPU_MIN, v, gs_k(s, (double)(len - 1), v));
+	}
+	return v;
+}
+
+static int gs_coord(struct sampler *s, int g, int64_t len, bool align,
+		    int pad)
+{
+	return gs_pad(s, gs_unnormalise(s, g, len, align), len, align, pad);
+}
+
+/*
+ * The cubic convolution weight (A = -0.75, PyTorch's and ONNX's) of tap
+ * @k (0..3) at fraction @t past the second tap.
+ */
+static int gs_cubic(struct sampler *s, int t, int k)
+{
+	const double A = -0.75;
+	int u = k == 0 ? gs_bin(s, VTPU_ADD, t, gs_k(s, 1, t)) :
+		k == 1 ? t :
+		k == 2 ? gs_bin(s, VTPU_SUB, gs_k(s, 1, t), t) :
+		gs_bin(s, VTPU_SUB, gs_k(s, 2, t), t);
+
+	if (k == 1 || k == 2)	/* ((A + 2) u - (A + 3)) u u + 1 */
+		return gs_bin(s, VTPU_ADD, gs_bin(s, VTPU_MUL, gs_bin(s, VTPU_MUL,
+			gs_bin(s, VTPU_SUB, gs_bin(s, VTPU_MUL, u, gs_k(s, A + 2, u)),
+			       gs_k(s, A + 3, u)), u), u), gs_k(s, 1, u));
+	/* ((A u - 5A) u + 8A) u - 4A */
+	return gs_bin(s, VTPU_SUB, gs_bin(s, VTPU_MUL, gs_bin(s, VTPU_ADD,
+		gs_bin(s, VTPU_MUL, gs_bin(s, VTPU_SUB,
+		       gs_bin(s, VTPU_MUL, u, gs_k(s, A, u)), gs_k(s, 5 * A, u)), u),
+		gs_k(s, 8 * A, u)), u), gs_k(s, 4 * A, u));
+}
+
+/*
+ * One corner: the input at integral pixel (@yi, @xi) (f32 [N, Ho, Wo])
+ * times @wt, zero where the pixel lies outside; [N, C, Ho, Wo].
+ */
+static int gs_corner(struct sampler *s, int yi, int xi, int wt)
+{
+	struct ctx *c = s->c;
+	int64_t pd[3] = { s->n, 1, s->ho * s->wo }, od[4];
+	int64_t flat = s->n * s->ch * s->ho * s->wo;
+	int in, yc, xc, p, v, k;
+
+	/* in bounds: both coordinates; the weight is zero outside */
+	in = gs_cmp(s, VTPU_GE, yi, 0);
+	k = gs_cmp(s, VTPU_LE, yi, (double)(s->h - 1));
+	in = in < 0 || k < 0 ? -EINVAL : onnx_chk(c, vtpu_g_select(c->g, in, k, in));
+	k = gs_cmp(s, VTPU_GE, xi, 0);
+	in = in < 0 || k < 0 ? -EINVAL : onnx_chk(c, vtpu_g_select(c->g, in, k, in));
+	k = gs_cmp(s, VTPU_LE, xi, (double)(s->w - 1));
+	in = in < 0 || k < 0 ? -EINVAL : onnx_chk(c, vtpu_g_select(c->g, in, k, in));
+	wt = in < 0 ? in : onnx_chk(c, vtpu_g_select(c->g, in, wt, gs_k(s, 0, wt)));
+	/* a clipped pixel to read, whatever its weight */
+	yc = gs_bin(s, VTPU_MIN, gs_bin(s, VTPU_MAX, yi, gs_k(s, 0, yi)),
+		    gs_k(s, (double)(s->h - 1), yi));
+	xc = gs_bin(s, VTPU_MIN, gs_bin(s, VTPU_MAX, xi, gs_k(s, 0, xi)),
+		    gs_k(s, (double)(s->w - 1), xi));
+	p = gs_bin(s, VTPU_ADD, gs_bin(s, VTPU_MUL, yc, gs_k(s, (double)s->w, yc)),
+		   xc);
+	p = p < 0 ? p : onnx_chk(c, vtpu_g_convert(c->g, p, VTPU_S32));
+	p = p < 0 ? p : onnx_reshape(c, p, 3, pd);
+	p = gs_bin(s, VTPU_ADD, s->base, p);
+	p = p < 0 ? p : onnx_reshape(c, p, 1, &flat);
+	v = gather_dynamic(c, s->x, 0, p, false);
+	od[0] = s->n, od[1] = s->ch, od[2] = s->ho, od[3] = s->wo;
+	v = v < 0 ? v : onnx_reshape(c, v, 4, od);
+	od[1] = 1;
+	wt = wt < 0 ? wt : onnx_reshape(c, wt, 4, od);
+	return gs_bin(s, VTPU_MUL, v, wt);
+}
+
+/*
+ * GridSample (opset 16; opset 20's names too) of a 4-D input: each
+ * output pixel samples the input where the grid points, bilinearly (four
+ * corners, each read by the device's indexed DMA), bicubically (16) or
+ * at the nearest pixel (halves to even), with zeros, border or
+ * reflection padding, in f32. Positions are computed in s32, which the device does
+ * in f32: the input is refused from 2^24 elements.
+ */
+int onnx_op_grid_sample(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	struct sampler s = { .c = c };
+	int x = onnx_in(c, n, 0), g = onnx_in(c, n, 1), gx, gy, ix, iy, y;
+	bool align = onnx_attr_i(n, "align_corners", 0) != 0;
+	bool nearest = onnx_attr_s_is(n, "mode", "bilinear", "nearest"), cubic;
+	int pad = onnx_attr_s_is(n, "padding_mode", "zeros", "border") ? 1 :
+		  onnx_attr_s_is(n, "padding_mode", "zeros", "reflection") ? 2 : 0;
+	struct vtpu_shape sx, sg;
+	int64_t st[R] = { 0 }, lim[R], step[R] = { 1, 1, 1, 1 }, t[3];
+	int32_t *bv;
+
+	(void)d;
+	if (x < 0 || g < 0)
+		return -EINVAL;
+	cubic = onnx_attr_s_is(n, "mode", "bilinear", "bicubic") ||
+		onnx_attr_s_is(n, "mode", "bilinear", "cubic");
+	if (!nearest && !cubic &&
+	    !onnx_attr_s_is(n, "mode", "bilinear", "bilinear") &&
+	    !onnx_attr_s_is(n, "mode", "bilinear", "linear"))
+		return onnx_fail(c, "unsupported mode");
+	if (!pad && !onnx_attr_s_is(n, "padding_mode", "zeros", "zeros"))
+		return onnx_fail(c, "unsupported padding_mode");
+	sx = onnx_shape_of(c, x);
+	sg = onnx_shape_of(c, g);
+	if (sx.rank != 4 || sg.rank != 4 || sg.dims[0] != sx.dims[0] ||
+	    sg.dims[3] != 2)
+		return onnx_fail(c, "wants X [N, C, H, W] and grid [N, Ho, Wo, 2]");
+	if (sx.type != VTPU_F32 || sg.type != VTPU_F32)
+		return onnx_fail(c, "unsupported type (f32 only)");
+	s.n = sx.dims[0], s.ch = sx.dims[1], s.h = sx.dims[2], s.w = sx.dims[3];
+	s.ho = sg.dims[1], s.wo = sg.dims[2];
+	if (onnx_prod(sx.dims, 0, 4) >= (1 << 24))
+		return onnx_fail(c, "unsupported: GridSample of %lld elements (positions are exact below 2^24)",
+				 (long long)onnx_prod(sx.dims, 0, 4));
+	t[0] = onnx_prod(sx.dims, 0, 4);
+	s.x = onnx_reshape(c, x, 1, t);
+	bv = malloc(s.n * s.ch * sizeof(*bv));
+	if (!bv)
+		return onnx_fail(c, "out of memory");
+	for (int64_t i = 0; i < s.n * s.ch; i++)
+		bv[i] = (int32_t)(i * s.h * s.w);
+	t[0] = s.n, t[1] = s.ch, t[2] = 1;
+	s.base = onnx_chk(c, vtpu_g_constant(c->g, &(struct vtpu_shape){
+		VTPU_S32, 3, { s.n, s.ch, 1 } }, bv));
+	free(bv);
+	/* the grid's x and y, [N, Ho, Wo] each */
+	for (int i = 0; i < 4; i++)
+		lim[i] = sg.dims[i];
+	lim[3] = 1;
+	t[0] = s.n, t[1] = s.ho, t[2] = s.wo;
+	gx = onnx_chk(c, vtpu_g_slice(c->g, g, st, lim, step));
+	gx = gx < 0 ? gx : onnx_reshape(c, gx, 3, t);
+	st[3] = 1, lim[3] = 2;
+	gy = onnx_chk(c, vtpu_g_slice(c->g, g, st, lim, step));
+	gy = gy < 0 ? gy : onnx_reshape(c, gy, 3, t);
+	if (s.x < 0 || s.base < 0 || gx < 0 || gy < 0)
+		return -EINVAL;
+	if (cubic) {
+		/*
+		 * 4 x 4 taps around the unnormalised point, each coordinate
+		 * padded on its own (PyTorch's get_value_bounded())
+		 */
+		int x0, y0, tx, ty, wx[4], wy[4], xs[4], ys[4];
+
+		ix = gs_unnormalise(&s, gx, s.w, align);
+		iy = gs_unnormalise(&s, gy, s.h, align);
+		x0 = ix < 0 ? ix : onnx_chk(c, compose_round(c->g, ix, ROUND_FLOOR));
+		y0 = iy < 0 ? iy : onnx_chk(c, compose_round(c->g, iy, ROUND_FLOOR));
+		tx = gs_bin(&s, VTPU_SUB, ix, x0);
+		ty = gs_bin(&s, VTPU_SUB, iy, y0);
+		for (int k = 0; k < 4; k++) {
+			wx[k] = gs_cubic(&s, tx, k);
+			wy[k] = gs_cubic(&s, ty, k);
+			xs[k] = gs_pad(&s, gs_bin(&s, VTPU_ADD, x0, gs_k(&s, k - 1, ix)),
+				       s.w, align, pad);
+			ys[k] = gs_pad(&s, gs_bin(&s, VTPU_ADD, y0, gs_k(&s, k - 1, iy)),
+				       s.h, align, pad);
+		}
+		y = -EINVAL;
+		for (int i = 0; i < 4; i++) {
+			int row = -EINVAL;
+
+			for (int j = 0; j < 4; j++) {
+				int v = gs_corner(&s, ys[i], xs[j], wx[j]);
+
+				row = j ? gs_bin(&s, VTPU_ADD, row, v) : v;
+			}
+			row = gs_bin(&s, VTPU_MUL, row, onnx_reshape(c, wy[i], 4,
+				(int64_t[4]){ s.n, 1, s.ho, s.wo }));
+			y = i ? gs_bin(&s, VTPU_ADD, y, row) : row;
+		}
+		return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+	}
+	ix = gs_coord(&s, gx, s.w, align, pad);
+	iy = gs_coord(&s, gy, s.h, align, pad);
+	if (ix < 0 || iy < 0)
+		return -EINVAL;
+	if (nearest) {
+		ix = onnx_chk(c, compose_round(c->g, ix, ROUND_EVEN));
+		iy = onnx_chk(c, compose_round(c->g, iy, ROUND_EVEN));
+		y = gs_corner(&s, iy, ix, gs_k(&s, 1, ix));
+	} else {
+		int x0 = onnx_chk(c, compose_round(c->g, ix, ROUND_FLOOR));
+		int y0 = onnx_chk(c, compose_round(c->g, iy, ROUND_FLOOR));
+		int x1 = gs_bin(&s, VTPU_ADD, x0, gs_k(&s, 1, ix));
+		int y1 = gs_bin(&s, VTPU_ADD, y0, gs_k(&s, 1, iy));
+		int wx1 = gs_bin(&s, VTPU_SUB, ix, x0), wy1 = gs_bin(&s, VTPU_SUB, iy, y0);
+		int wx0 = gs_bin(&s, VTPU_SUB, gs_k(&s, 1, ix), wx1);
+		int wy0 = gs_bin(&s, VTPU_SUB, gs_k(&s, 1, iy), wy1);
+
+		y = gs_corner(&s, y0, x0, gs_bin(&s, VTPU_MUL, wy0, wx0));
+		y = gs_bin(&s, VTPU_ADD, y, gs_corner(&s, y0, x1,
+					gs_bin(&s, VTPU_MUL, wy0, wx1)));
+		y = gs_bin(&s, VTPU_ADD, y, gs_corner(&s, y1, x0,
+					gs_bin(&s, VTPU_MUL, wy1, wx0)));
+		y = gs_bin(&s, VTPU_ADD, y, gs_corner(&s, y1, x1,
+					gs_bin(&s, VTPU_MUL, wy1, wx1)));
+	}
+	return onnx_out(c, n, 0, c->failed ? -EINVAL : y);
+}

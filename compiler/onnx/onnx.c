@@ -206,6 +206,8 @@ static const struct opdef ops[] = {
 	  "exclude_outside,extrapolation_value,keep_aspect_ratio_policy,mode,"
 	  "nearest_mode" },
 	{ "GatherElements", 11, MAXV, onnx_op_gather_elements, 0, 0, "axis" },
+	{ "GridSample", 16, MAXV, onnx_op_grid_sample, 0, 0,
+	  "align_corners,mode,padding_mode" },
 	{ "NegativeLogLikelihoodLoss", 12, MAXV, onnx_op_nll_loss, 0, 0,
 	  "ignore_index,reduction" },
 	{ "SoftmaxCrossEntropyLoss", 12, MAXV, onnx_op_sce_loss, 0, 0,

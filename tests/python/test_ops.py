@@ -132,3 +132,102 @@ def test_maxpool_indices_are_the_first_maximum(shape, k, s, d, pads, ceil,
     y, i = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
     np.testing.assert_array_equal(y, want_y)
     np.testing.assert_array_equal(i, want_i)
+
+
+def grid_sample_ref(x, grid, mode, pad, align):
+    """GridSample by the ONNX definition (PyTorch's formulas), float64."""
+    n_, c_, h, w = x.shape
+    _, ho, wo, _ = grid.shape
+
+    def unnorm(g, size):
+        return (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
+
+    def padded(v, size):
+        if pad == "reflection":
+            lo, span = (0.0, size - 1) if align else (-0.5, float(size))
+            if span <= 0:
+                return 0.0
+            a = abs(v - lo)
+            flips = np.floor(a / span)
+            extra = a - flips * span
+            v = extra + lo if flips % 2 == 0 else span - extra + lo
+        if pad in ("border", "reflection"):
+            v = min(max(v, 0.0), size - 1.0)
+        return v
+
+    def coord(g, size):
+        return padded(unnorm(g, size), size)
+
+    def cubic(t):
+        a = -0.75
+
+        def near(u):
+            return ((a + 2) * u - (a + 3)) * u * u + 1
+
+        def far(u):
+            return ((a * u - 5 * a) * u + 8 * a) * u - 4 * a
+        return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+    def at(n, c, yy, xx):
+        return x[n, c, yy, xx] if 0 <= yy < h and 0 <= xx < w else 0.0
+
+    y = np.zeros((n_, c_, ho, wo))
+    for n in range(n_):
+        for i in range(ho):
+            for j in range(wo):
+                ix = coord(float(grid[n, i, j, 0]), w)
+                iy = coord(float(grid[n, i, j, 1]), h)
+                if mode == "bicubic":
+                    ux = unnorm(float(grid[n, i, j, 0]), w)
+                    uy = unnorm(float(grid[n, i, j, 1]), h)
+                    x0, y0 = np.floor(ux), np.floor(uy)
+                    wx, wy = cubic(ux - x0), cubic(uy - y0)
+                    for c in range(c_):
+                        y[n, c, i, j] = sum(
+                            wy[a] * wx[b] *
+                            at(n, c, int(padded(y0 - 1 + a, h)),
+                               int(padded(x0 - 1 + b, w)))
+                            for a in range(4) for b in range(4))
+                    continue
+                for c in range(c_):
+                    if mode == "nearest":
+                        y[n, c, i, j] = at(n, c, int(np.rint(iy)),
+                                           int(np.rint(ix)))
+                        continue
+                    x0, y0 = int(np.floor(ix)), int(np.floor(iy))
+                    fx, fy = ix - x0, iy - y0
+                    y[n, c, i, j] = (
+                        at(n, c, y0, x0) * (1 - fy) * (1 - fx) +
+                        at(n, c, y0, x0 + 1) * (1 - fy) * fx +
+                        at(n, c, y0 + 1, x0) * fy * (1 - fx) +
+                        at(n, c, y0 + 1, x0 + 1) * fy * fx)
+    return y
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("pad", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_matches_the_definition(mode, pad, align):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    # past [-1, 1] too, and exact halves (ties for nearest)
+    grid = rng.uniform(-1.6, 1.6, (2, 4, 7, 2)).astype(np.float32)
+    grid[0, 0, :4] = [[0.25, -0.5], [-1, 1], [1, -1], [0, 0]]
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode,
+                            padding_mode=pad, align_corners=align)
+    m = make_model([node], [("x", TensorProto.FLOAT, [2, 3, 5, 6]),
+                            ("g", TensorProto.FLOAT, [2, 4, 7, 2])],
+                   [("y", TensorProto.FLOAT, [2, 3, 4, 7])], opset=16)
+    y, = vtpu.InferenceSession(m, backend="host").run(None,
+                                                     {"x": x, "g": grid})
+    np.testing.assert_allclose(y, grid_sample_ref(x, grid, mode, pad, align),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_grid_sample_unknown_mode_is_refused():
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode="lanczos")
+    m = make_model([node], [("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+                            ("g", TensorProto.FLOAT, [1, 2, 2, 2])],
+                   [("y", TensorProto.FLOAT, [1, 1, 2, 2])], opset=16)
+    with pytest.raises(vtpu.Error, match="unsupported mode"):
+        vtpu.InferenceSession(m, backend="host")

@@ -355,12 +355,6 @@ static int lower_dwconv(struct ir_graph *g, const struct ir_node *n)
 }
 
 /*
- * CONV as one matmul batched over the groups: the kernel [O, C/g, KH, KW]
- * is [g, O/g, C/g*KH*KW] in memory, the im2col view [g, C/g*KH*KW,
- * N*OH*OW]; their product is [O, N, OH, OW], transposed to NCHW (only a
- * RESHAPE when N is 1).
- */
-/*
  * The kernel taps along one axis that read some input for some output:
  * tap k reads input o * s + k * d - pad for o in [0, O). Returns them as
  * [*k0, *k1], and false when none does.
@@ -466,6 +460,12 @@ static int trim_conv(struct ir_graph *g, const struct ir_node *n)
 	return id;
 }
 
+/*
+ * CONV as one matmul batched over the groups: the kernel [O, C/g, KH, KW]
+ * is [g, O/g, C/g*KH*KW] in memory, the im2col view [g, C/g*KH*KW,
+ * N*OH*OW]; their product is [O, N, OH, OW], transposed to NCHW (only a
+ * RESHAPE when N is 1).
+ */
 static int lower_conv(struct ir_graph *g, const struct ir_node *n)
 {
 	const struct vtpu_conv_params *p = &n->a.conv;

@@ -867,8 +867,10 @@ static int pool_positions(struct ctx *c, const struct vtpu_shape *sx,
 		ps.dims[2 + a] = w->in[a] + w->lo[a] + w->hi[a] + w->ceil_hi[a];
 		np *= ps.dims[2 + a];
 	}
-	if (sx->dims[0] * sx->dims[1] * S >= INT32_MAX)
-		return onnx_fail(c, "unsupported: MaxPool indices past 2^31");
+	/* s32 arithmetic runs in f32 on the device: exact below 2^24 */
+	if (sx->dims[0] * sx->dims[1] * S >= (1 << 24))
+		return onnx_fail(c, "unsupported: MaxPool indices of %lld elements (exact below 2^24)",
+				 (long long)(sx->dims[0] * sx->dims[1] * S));
 	bv = malloc(sx->dims[0] * sx->dims[1] * sizeof(*bv));
 	pv = malloc(np * sizeof(*pv));
 	if (!bv || !pv) {

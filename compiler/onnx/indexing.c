@@ -564,11 +564,13 @@ static int gs_corner(struct sampler *s, int yi, int xi, int wt)
 	k = gs_cmp(s, VTPU_LE, xi, (double)(s->w - 1));
 	in = in < 0 || k < 0 ? -EINVAL : onnx_chk(c, vtpu_g_select(c->g, in, k, in));
 	wt = in < 0 ? in : onnx_chk(c, vtpu_g_select(c->g, in, wt, gs_k(s, 0, wt)));
-	/* a clipped pixel to read, whatever its weight */
-	yc = gs_bin(s, VTPU_MIN, gs_bin(s, VTPU_MAX, yi, gs_k(s, 0, yi)),
-		    gs_k(s, (double)(s->h - 1), yi));
-	xc = gs_bin(s, VTPU_MIN, gs_bin(s, VTPU_MAX, xi, gs_k(s, 0, xi)),
-		    gs_k(s, (double)(s->w - 1), xi));
+	/*
+	 * The pixel to read: pixel 0 where it lies outside (its weight is
+	 * zero), so that no index, not even a NaN or huge coordinate's,
+	 * leaves the input
+	 */
+	yc = in < 0 ? in : onnx_chk(c, vtpu_g_select(c->g, in, yi, gs_k(s, 0, yi)));
+	xc = in < 0 ? in : onnx_chk(c, vtpu_g_select(c->g, in, xi, gs_k(s, 0, xi)));
 	p = gs_bin(s, VTPU_ADD, gs_bin(s, VTPU_MUL, yc, gs_k(s, (double)s->w, yc)),
 		   xc);
 	p = p < 0 ? p : onnx_chk(c, vtpu_g_convert(c->g, p, VTPU_S32));

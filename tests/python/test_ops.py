@@ -231,3 +231,22 @@ def test_grid_sample_unknown_mode_is_refused():
                    [("y", TensorProto.FLOAT, [1, 1, 2, 2])], opset=16)
     with pytest.raises(vtpu.Error, match="unsupported mode"):
         vtpu.InferenceSession(m, backend="host")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_far_and_nan_points_read_nothing(mode):
+    """A coordinate far outside samples zeros, as PyTorch does; an
+    infinite or NaN one (PyTorch gives NaN or 0) must not fail the run:
+    no index leaves the input."""
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3) + 1
+    grid = np.array([[[[1e30, 0], [-1e30, 5], [0, np.inf], [np.nan, 0],
+                       [0, 0]]]], np.float32)
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode)
+    m = make_model([node], [("x", TensorProto.FLOAT, [1, 1, 3, 3]),
+                            ("g", TensorProto.FLOAT, [1, 1, 5, 2])],
+                   [("y", TensorProto.FLOAT, [1, 1, 1, 5])], opset=16)
+    y, = vtpu.InferenceSession(m, backend="host").run(None,
+                                                     {"x": x, "g": grid})
+    np.testing.assert_array_equal(y[0, 0, 0, :2], [0, 0])
+    want = grid_sample_ref(x, grid[:, :, 4:], mode, "zeros", 0)
+    np.testing.assert_allclose(y[0, 0, 0, 4], want[0, 0, 0, 0], rtol=1e-5)

@@ -1333,6 +1333,17 @@ typedef void (*vtpu_segment_fn)(struct vtpu_exec *e,
  * from e->cur on. Returns true when done, false when the budget ran out
  * first.
  */
+/*
+ * Where a row-by-row instruction stands: it resumes at row @i, column @j
+ * (0, 0 once it ended), with @work done.
+ */
+static void vtpu_rows_save(struct vtpu_exec *e, u32 i, u32 j, u64 work)
+{
+	e->cur.i = i;
+	e->cur.j = j;
+	e->work = work;
+}
+
 static bool vtpu_exec_rows(struct vtpu_exec *e, const struct vtpu_insn *in,
 			   u32 rows, u32 cols, u32 width, u32 weight,
 			   vtpu_segment_fn fn)
@@ -1351,15 +1362,11 @@ static bool vtpu_exec_rows(struct vtpu_exec *e, const struct vtpu_insn *in,
 			i++;
 		}
 		if (work >= budget && i < rows) {
-			e->cur.i = i;
-			e->cur.j = j;
-			e->work = work;
+			vtpu_rows_save(e, i, j, work);
 			return false;
 		}
 	}
-	e->cur.i = 0;
-	e->cur.j = 0;
-	e->work = work;
+	vtpu_rows_save(e, 0, 0, work);
 	return true;
 }
 
@@ -1802,17 +1809,22 @@ static void vtpu_dma_row_step(u8 *v, u8 vdt, u8 *b, u8 bdt, u32 step, u32 n,
  */
 #define VTPU_DMA_AHEAD	2048
 
-static void vtpu_dma_prefetch(const struct vtpu_dma *m, const u8 *src,
-			      u32 r, u32 n)
+/* Rows a DMA of @len-byte rows asks for ahead; 0: none (one stream). */
+static u32 vtpu_dma_ahead(const struct vtpu_dma *m, size_t len)
 {
-	size_t len = (size_t)n * vtpu_esize(m->dtype), x;
-	u32 ahead;
-
 	/* a contiguous DMA is one stream: the CPU follows it */
 	if (m->stride <= len + 64)
-		return;
-	ahead = clamp_t(u32, VTPU_DMA_AHEAD / max_t(size_t, len, 64), 1, 16);
-	if (ahead >= m->v.rows - r)
+		return 0;
+	return clamp_t(u32, VTPU_DMA_AHEAD / max_t(size_t, len, 64), 1, 16);
+}
+
+/* The @len bytes of row @r + @ahead, when the DMA has that row. */
+static void vtpu_dma_prefetch(const struct vtpu_dma *m, const u8 *src,
+			      u32 r, size_t len, u32 ahead)
+{
+	size_t x;
+
+	if (!ahead || ahead >= m->v.rows - r)
 		return;
 	src += (size_t)ahead * m->stride;
 	for (x = 0; x < len; x += 64)
@@ -1844,8 +1856,9 @@ static void vtpu_dma_segment(struct vtpu_exec *e, const struct vtpu_insn *in,
 			     n);
 	} else if (in->op == VTPU_OP_DMA_LOAD) {
 		const u8 *src = (u8 *)e->bindings[m->binding].data + off;
+		size_t len = (size_t)n * vtpu_esize(m->dtype);
 
-		vtpu_dma_prefetch(m, src, r, n);
+		vtpu_dma_prefetch(m, src, r, len, vtpu_dma_ahead(m, len));
 		vtpu_dma_row(v, m->v.dtype, src, m->dtype, n);
 	} else {
 		vtpu_dma_row((u8 *)e->bindings[m->binding].data + off,
@@ -1929,7 +1942,7 @@ static bool vtpu_exec_dma_rows(struct vtpu_exec *e, const struct vtpu_insn *in)
 	size_t vstride = (size_t)m->v.stride * vtpu_esize(m->v.dtype);
 	u64 work = e->work, budget = e->budget;
 	u64 per = (u64)m->v.cols * VTPU_W_MOVE + VTPU_W_PIECE;
-	u32 i = e->cur.i, rows = m->v.rows;
+	u32 i = e->cur.i, rows = m->v.rows, ahead = vtpu_dma_ahead(m, len);
 	u8 *v = vtpu_row(e, &m->v, i);
 	u8 *b;
 
@@ -1940,20 +1953,16 @@ static bool vtpu_exec_dma_rows(struct vtpu_exec *e, const struct vtpu_insn *in)
 		if (in->op == VTPU_OP_DMA_STORE) {
 			vtpu_copy_row(b, v, len);
 		} else {
-			vtpu_dma_prefetch(m, b, i, m->v.cols);
+			vtpu_dma_prefetch(m, b, i, len, ahead);
 			vtpu_copy_row(v, b, len);
 		}
 		work += per;
 		if (work >= budget && i + 1 < rows) {
-			e->cur.i = i + 1;
-			e->cur.j = 0;
-			e->work = work;
+			vtpu_rows_save(e, i + 1, 0, work);
 			return false;
 		}
 	}
-	e->cur.i = 0;
-	e->cur.j = 0;
-	e->work = work;
+	vtpu_rows_save(e, 0, 0, work);
 	return true;
 }
 
@@ -2691,10 +2700,8 @@ static bool vtpu_exec_taps(struct vtpu_exec *e, const struct vtpu_insn *in,
 			i++;
 		}
 		if (work >= e->budget && i < d->rows) {
-			e->cur.i = i;
-			e->cur.j = j;
+			vtpu_rows_save(e, i, j, work);
 			e->cur.k = taps;
-			e->work = work;
 			return false;
 		}
 	}

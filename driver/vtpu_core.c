@@ -97,8 +97,7 @@ static int vtpu_core_exec(struct vtpu_core *core, struct vtpu_job *job,
 	bool first = true;
 	int done = 0;
 
-	/* No data may pass from one job to the next through VMEM. */
-	memset(core->vmem, 0, job->info.vmem_size);
+	vtpu_prog_clear_vmem(&job->info, core->vmem);
 
 	*insns = 0;
 	while (!done) {

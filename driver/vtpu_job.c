@@ -714,7 +714,7 @@ static u64 vtpu_job_cost(const struct vtpu_prog_info *info)
 	if (info->branch_count)
 		return U64_MAX;
 	return info->flops + info->dma_bytes + info->insn_count +
-	       info->vmem_size;
+	       vtpu_prog_vmem_cleared(info);
 }
 
 /* A chained job's out-syncobj gets its fence; called with submit_lock. */

@@ -44,7 +44,6 @@ struct vtpu_prog_check {
 	u32 nstrings;		/* metadata strings */
 	s32 insn;		/* being checked, -1 for the header */
 	u32 lane;		/* the lane instructions are in now */
-	u32 lane_size;		/* VMEM bytes of each lane; 0: no lanes */
 	struct vtpu_prog_info info;
 	struct vtpu_prog_error *err;
 };
@@ -209,6 +208,18 @@ static u64 vtpu_tile_end(const struct vtpu_tile *t)
 	       vtpu_tile_row_bytes(t);
 }
 
+/*
+ * Records that the instruction being checked reaches VMEM up to @end
+ * (checked to lie inside its lane's share).
+ */
+static void vtpu_reach(struct vtpu_prog_check *c, u64 end)
+{
+	if (c->info.lane_size)
+		end -= (u64)c->lane * c->info.lane_size;
+	if (end > c->info.lane_reach)
+		c->info.lane_reach = (u32)end;
+}
+
 static int vtpu_check_tile(struct vtpu_prog_check *c,
 			   const struct vtpu_tile *t, u8 kind)
 {
@@ -233,10 +244,11 @@ static int vtpu_check_tile(struct vtpu_prog_check *c,
 		return vtpu_reject(c, "tile pad not zero");
 	if (vtpu_tile_end(t) > c->hdr->vmem_size)
 		return vtpu_reject(c, "tile exceeds vmem");
-	if (c->lane_size &&
-	    (t->addr < (u64)c->lane * c->lane_size ||
-	     vtpu_tile_end(t) > (u64)(c->lane + 1) * c->lane_size))
+	if (c->info.lane_size &&
+	    (t->addr < (u64)c->lane * c->info.lane_size ||
+	     vtpu_tile_end(t) > (u64)(c->lane + 1) * c->info.lane_size))
 		return vtpu_reject(c, "tile outside its lane's vmem");
+	vtpu_reach(c, vtpu_tile_end(t));
 	return 0;
 }
 
@@ -551,8 +563,9 @@ static int vtpu_check_scalar(struct vtpu_prog_check *c,
 			return vtpu_reject(c, "sload address misaligned");
 		if ((u64)in->imm + sizeof(s32) > c->hdr->vmem_size)
 			return vtpu_reject(c, "sload address exceeds vmem");
-		if (c->lane_size && (u64)in->imm + sizeof(s32) > c->lane_size)
+		if (c->info.lane_size && (u64)in->imm + sizeof(s32) > c->info.lane_size)
 			return vtpu_reject(c, "sload outside lane 0's vmem");
+		vtpu_reach(c, (u64)in->imm + sizeof(s32));
 		break;
 	case VTPU_OP_BRZ:
 	case VTPU_OP_BRNZ:
@@ -694,7 +707,7 @@ static int vtpu_prog_check_all(struct vtpu_prog_check *c, const void *prog,
 	c->info.binding_count = c->hdr->binding_count;
 	c->info.lanes = max_t(u32, c->hdr->lanes, 1);
 	if (c->info.lanes > 1)
-		c->lane_size = c->hdr->vmem_size / c->info.lanes & ~63u;
+		c->info.lane_size = c->hdr->vmem_size / c->info.lanes & ~63u;
 
 	ret = vtpu_check_meta(c);
 	if (ret)

@@ -42,6 +42,10 @@ struct vtpu_binding_desc {
  * @const_size: bytes of @consts
  * @meta_size: bytes of @meta
  * @vmem_size: bytes of VMEM the program uses
+ * @lane_size: with lanes, the VMEM bytes of each lane's share; 0 without
+ * @lane_reach: bytes from the start of a lane's share (or of VMEM, without
+ *	lanes) up to the end of the furthest tile or scalar any lane's
+ *	instructions name: what vtpu_prog_clear_vmem() clears of each share
  * @binding_count: buffers the program expects
  * @lanes: lanes its work is split among (1: none; see vtpu_isa.h)
  * @trace_count: TRACE instructions
@@ -65,6 +69,8 @@ struct vtpu_prog_info {
 	u32 const_size;
 	u32 meta_size;
 	u32 vmem_size;
+	u32 lane_size;
+	u32 lane_reach;
 	u32 binding_count;
 	u32 lanes;
 	u32 trace_count;
@@ -72,6 +78,34 @@ struct vtpu_prog_info {
 	u64 flops;
 	u64 dma_bytes;
 };
+
+/*
+ * vtpu_prog_clear_vmem - zeroes every byte of @vmem the program can reach
+ *
+ * No data may pass from one job to the next through VMEM. A program's
+ * instructions reach only their tiles and scalars, which the validator
+ * checked and measured: in a program of lanes that is the start of each
+ * lane's share, not the whole span up to the last lane's tiles.
+ */
+static inline void vtpu_prog_clear_vmem(const struct vtpu_prog_info *info,
+					void *vmem)
+{
+	u32 lane;
+
+	if (!info->lane_size) {
+		memset(vmem, 0, info->lane_reach);
+		return;
+	}
+	for (lane = 0; lane < info->lanes; lane++)
+		memset((u8 *)vmem + (size_t)lane * info->lane_size, 0,
+		       info->lane_reach);
+}
+
+/* The bytes vtpu_prog_clear_vmem() clears. */
+static inline u64 vtpu_prog_vmem_cleared(const struct vtpu_prog_info *info)
+{
+	return (u64)info->lane_reach * (info->lane_size ? info->lanes : 1);
+}
 
 /**
  * struct vtpu_prog_error - why a program was rejected

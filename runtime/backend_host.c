@@ -577,8 +577,7 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		host_pool_poke(h->pool);
 	/* On the core's clock, as vtpu.ko's core clears its VMEM. */
 	start = rt_now_ns();
-	/* No data may pass from one job to the next through VMEM. */
-	memset(h->vmem, 0, prog->info.vmem_size);
+	vtpu_prog_clear_vmem(&prog->info, h->vmem);
 	vtpu_exec_init(e, &prog->info, eb, h->vmem);
 	if (h->isa < VTPU_EXEC_ISA_NR)
 		e->isa = h->isa;

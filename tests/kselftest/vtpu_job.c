@@ -367,6 +367,154 @@ TEST_F(job, dma_step_reads_and_writes_every_nth_element)
 	vtpu_buf_free(self->fd, &t.ob);
 }
 
+/*
+ * A program on @vmem bytes of VMEM split among @lanes lanes (0: none)
+ * whose tiles of VM_R x VM_C floats start at each of @addrs: each lane
+ * loads its tiles from binding 0 (@load) or stores them, unwritten, to
+ * binding 1, the i-th at i tiles' bytes. malloc'd; NULL on ENOMEM.
+ */
+enum { VM_R = 16, VM_C = 32, VM_TILE = VM_R * VM_C * 4 };
+
+static void *vmem_prog(__u32 vmem, __u32 lanes, const __u32 *addrs, int n,
+		       bool load, size_t *size)
+{
+	__u32 share = lanes > 1 ? vmem / lanes & ~63u : 0;
+	struct vtpu_prog_header *h;
+	struct vtpu_asm as;
+	void *p;
+	int i;
+
+	vtpu_asm_init(&as, vmem, 2);
+	for (i = 0; i < n; i++) {
+		struct vtpu_tile t = vtpu_tile_f32(addrs[i], VM_R, VM_C, VM_C);
+
+		if (share)
+			vtpu_asm_op(&as, VTPU_OP_LANE, 0, 0, addrs[i] / share,
+				    vtpu_no_tile, vtpu_no_tile, vtpu_no_tile);
+		if (load)
+			vtpu_asm_dma_load(&as, t, 0, 0, VM_C * 4, VTPU_DT_F32);
+		else
+			vtpu_asm_dma_store(&as, t, 1, (__u64)i * VM_TILE,
+					   VM_C * 4, VTPU_DT_F32);
+	}
+	vtpu_asm_op(&as, VTPU_OP_BARRIER, 0, 0, 0, vtpu_no_tile, vtpu_no_tile,
+		    vtpu_no_tile);
+	vtpu_asm_end(&as);
+	p = vtpu_asm_finish(&as, size);
+	vtpu_asm_free(&as);
+	if (p) {
+		h = p;
+		h->lanes = lanes;
+		vtpu_asm_checksum(p, *size);
+	}
+	return p;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+/* Runs @p with bindings @ib and @ob; the core it ran on in @core. */
+static int vmem_run(int fd, void *p, size_t size, struct vtpu_buf *ib,
+		    struct vtpu_buf *ob, struct vtpu_buf *prof, __u32 *core)
+{
+	struct drm_vtpu_binding bind[2] = {
+		{ ib->handle, DRM_VTPU_BIND_READ, 0, ib->size },
+		{ ob->handle, DRM_VTPU_BIND_WRITE, 0, ob->size },
+	};
+	struct vtpu_submit_args a = { .prog_size = size, .bind = bind,
+				      .nbind = 2, .profile = prof->handle };
+	struct vtpu_buf prog;
+	int ret, status = -1;
+	__u64 id;
+
+	ret = vtpu_buf_prog(fd, p, size, &prog);
+	if (ret)
+		return ret;
+	a.prog = &prog;
+	ret = vtpu_submit(fd, &a, &id);
+	if (!ret)
+		ret = vtpu_job_wait(fd, id, 30, &status);
+	if (!ret)
+		ret = status;
+	*core = ((struct drm_vtpu_profile *)prof->map)->core;
+	vtpu_buf_free(fd, &prog);
+	return ret;
+}
+
+/*
+ * Nothing passes from one job to the next through VMEM, whatever either
+ * program's lanes. The core clears only what a program's tiles reach
+ * from the start of each lane's share, so a job of two lanes fills the
+ * start of both shares, and jobs of four lanes and of none, run after it
+ * on the same core, store those bytes without writing them: all zeros.
+ */
+TEST_F(job, vmem_keeps_nothing_of_the_job_before)
+{
+	__u32 v = (__u32)self->q.vmem_size, s2 = v / 2 & ~63u,
+	      s4 = v / 4 & ~63u, core, after_writer[2] = { 0, 0 };
+	__u32 wr[] = { 0, s2 }, four[] = { 0, s4, 2 * s4, 3 * s4 };
+	struct vtpu_buf ib, ob, prof;
+	bool last_wrote[64] = { false };
+	int round, ret, bad = 0;
+	size_t size[3];
+	unsigned int i, r;
+	void *p[3];
+
+	ASSERT_LE(4u * VM_TILE, s4) TH_LOG("VMEM of %u bytes", v);
+	ASSERT_GE(ARRAY_SIZE(last_wrote), self->q.core_count);
+	p[0] = vmem_prog(v, 4, four, 4, false, &size[0]);
+	p[1] = vmem_prog(v, 0, wr, 2, false, &size[1]);
+	p[2] = vmem_prog(v, 2, wr, 2, true, &size[2]);	/* the writer */
+	ASSERT_TRUE(p[0] && p[1] && p[2]);
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, VM_TILE, DRM_VTPU_PLACEMENT_AUTO,
+				  &ib));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4 * VM_TILE,
+				  DRM_VTPU_PLACEMENT_HOST, &ob));
+	ASSERT_EQ(0, vtpu_buf_new(self->fd, 4096, DRM_VTPU_PLACEMENT_HOST,
+				  &prof));
+	memset(ib.map, 0x5a, VM_TILE);
+	/*
+	 * The writer, then both readers, in turns; until each reader has
+	 * run on a core whose last job was the writer's a few times.
+	 */
+	for (round = 0; round < 64; round++) {
+		if (after_writer[0] >= 4 && after_writer[1] >= 4)
+			break;
+		ret = vmem_run(self->fd, p[2], size[2], &ib, &ob, &prof, &core);
+		ASSERT_EQ(0, ret);
+		ASSERT_GT(self->q.core_count, core);
+		last_wrote[core] = true;
+		for (i = 0; i < 2; i++) {
+			r = (i + round / 2) % 2;
+			memset(ob.map, 0xff, ob.size);
+			ret = vmem_run(self->fd, p[r], size[r], &ib, &ob, &prof,
+				       &core);
+			ASSERT_EQ(0, ret);
+			ASSERT_GT(self->q.core_count, core);
+			after_writer[r] += last_wrote[core];
+			last_wrote[core] = false;
+			if (!all_zero(ob.map, (r ? 2 : 4) * VM_TILE) && !bad++)
+				TH_LOG("round %d, reader %u: VMEM not clear",
+				       round, r);
+		}
+	}
+	EXPECT_EQ(0, bad);
+	EXPECT_LE(4u, after_writer[0]);
+	EXPECT_LE(4u, after_writer[1]);
+	vtpu_buf_free(self->fd, &prof);
+	vtpu_buf_free(self->fd, &ib);
+	vtpu_buf_free(self->fd, &ob);
+	for (i = 0; i < 3; i++)
+		free(p[i]);
+}
+
 TEST_F(job, profile_records_the_job)
 {
 	struct drm_vtpu_profile *p;

@@ -1856,6 +1856,42 @@ TEST(lanes_split_vmem_and_pass)
 	free(p.buf);
 }
 
+/*
+ * What a job clears of VMEM is what its tiles reach from the start of
+ * each lane's share, not the span up to the last lane's last tile: a
+ * two-lane program on 8 KiB of VMEM clears 2 x 384 bytes, not 4480.
+ */
+TEST(lanes_clear_only_what_each_lane_reaches)
+{
+	struct vtpu_insn two[] = { NEG(0), LANE(1), NEG(4096 + 256), BARRIER,
+				   NEG(64) };
+	struct vtpu_prog_info info;
+	struct vtpu_prog_error e;
+	struct prog p = lanes_prog(2, two, ARRAY_SIZE(two));
+	uint8_t vmem[8192];
+	int i;
+
+	ASSERT_EQ(0, validate(&p, &info, &e)) TH_LOG("%d: %s", e.insn, e.why);
+	EXPECT_EQ(4096u, info.lane_size);
+	EXPECT_EQ(384u, info.lane_reach);
+	EXPECT_EQ(768u, vtpu_prog_vmem_cleared(&info));
+	memset(vmem, 0xa5, sizeof(vmem));
+	vtpu_prog_clear_vmem(&info, vmem);
+	for (i = 0; i < (int)sizeof(vmem); i++) {
+		int reached = i % 4096 < 384;
+
+		ASSERT_EQ(reached ? 0 : 0xa5, vmem[i]) TH_LOG("byte %d", i);
+	}
+	free(p.buf);
+	/* without lanes, the furthest tile's end */
+	p = lanes_prog(0, (struct vtpu_insn[]){ NEG(4096), NEG(256) }, 2);
+	ASSERT_EQ(0, validate(&p, &info, &e)) TH_LOG("%d: %s", e.insn, e.why);
+	EXPECT_EQ(0u, info.lane_size);
+	EXPECT_EQ(4096u + 128, info.lane_reach);
+	EXPECT_EQ(4096u + 128, vtpu_prog_vmem_cleared(&info));
+	free(p.buf);
+}
+
 TEST(lanes_header_rules)
 {
 	struct prog p = lanes_prog(VTPU_MAX_LANES + 1, NULL, 0);

@@ -576,7 +576,7 @@ static int lanes_safe(struct fk *k)
 	return 1;
 }
 
-/* Whether splitting the kernel among lanes pays (CG_LANES_MIN_WORK). */
+/* Whether splitting the kernel among lanes pays (CG_LANES_MIN_*). */
 static int lanes_pay(const struct fk *k)
 {
 	const struct ir_graph *g = k->c->g;
@@ -590,7 +590,7 @@ static int lanes_pay(const struct fk *k)
 		work += (double)shape_elems(&n->shape) *
 			(n->a.mm.trans_a ? xs->dims[1] : xs->dims[2]) / 16;
 	}
-	return work >= CG_LANES_MIN_WORK;
+	return work >= (k->mm >= 0 ? CG_LANES_MIN_MM : CG_LANES_MIN_WORK);
 }
 
 /* The chain on one tile at element @elem of the view, rows @rowlen apart. */

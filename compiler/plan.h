@@ -136,10 +136,15 @@ struct loc loc_add(struct loc l, uint64_t bytes);
 /* Whether values @x and @y (their roots) share a byte of HBM. */
 int cg_values_meet(struct cg *c, int x, int y);
 /*
- * Lanes pay for the BARRIER after a kernel (about a microsecond) from
- * ~10 us of work: 2M multiply-adds or 128K elementwise operations.
+ * Lanes pay for the BARRIER after a kernel (about a microsecond) and for
+ * reading what the other lane stored (another core's cache is a third as
+ * fast as one's own) from ~10 us of copying, elementwise work or
+ * depthwise taps: 128K elements or multiply-adds. A matmul reads each
+ * input many times, and pays from 256K multiply-adds (its work counts 16
+ * to the unit), a few microseconds.
  */
 #define CG_LANES_MIN_WORK	(1 << 17)
+#define CG_LANES_MIN_MM		(1 << 14)
 int64_t cdiv(int64_t a, int64_t b);
 
 /* fused.c: elementwise chains, P_MATMUL with its elementwise epilogue */

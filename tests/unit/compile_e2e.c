@@ -1373,6 +1373,52 @@ TEST(lanes_split_big_kernels_and_keep_the_bits)
 }
 
 /*
+ * A matmul splits between the lanes from a few microseconds of work
+ * (CG_LANES_MIN_MM): an MLP's first layer, 8x784 by 784x256 (1.6M
+ * multiply-adds), does; a 16x64 by 64x64 one (64K) stays whole, and so
+ * does an elementwise chain of two operations on 32K elements
+ * (CG_LANES_MIN_WORK).
+ */
+TEST(lanes_split_matmuls_from_a_few_microseconds)
+{
+	static const struct {
+		int64_t m, k, n;
+		int chain, lanes;
+	} cases[] = {
+		{ 8, 784, 256, 0, 2 },
+		{ 16, 64, 64, 0, 0 },
+		{ 128, 256, 1, 1, 0 },
+	};
+	struct vtpu_compile_options opts = { 0 };
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		int64_t dx[] = { cases[i].m, cases[i].k };
+		int64_t dw[] = { cases[i].k, cases[i].n };
+		struct vtpu_shape sx = f32(2, dx), sw = f32(2, dw);
+		struct vtpu_graph *g = vtpu_graph_new();
+		struct vtpu_program *p = NULL;
+		int x = vtpu_g_parameter(g, 0, &sx, "x"), y;
+
+		y = cases[i].chain ?
+		    vtpu_g_unary(g, VTPU_TANH, vtpu_g_binary(g, VTPU_MUL, x, x)) :
+		    vtpu_g_matmul(g, x, vtpu_g_parameter(g, 1, &sw, "w"));
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(0, vtpu_compile(g, &dev_big, &opts, &p, err,
+					  sizeof(err)))
+			TH_LOG("case %zu: %s", i, err);
+		EXPECT_EQ((uint32_t)cases[i].lanes,
+			  ((const struct vtpu_prog_header *)p->binary)->lanes)
+			TH_LOG("case %zu", i);
+		EXPECT_EQ(cases[i].lanes ? 1 : 0, count_op(p, VTPU_OP_BARRIER))
+			TH_LOG("case %zu", i);
+		vtpu_program_free(p);
+		vtpu_graph_free(g);
+	}
+}
+
+/*
  * A fault in one lane stops every executor: lane 1's gather index is
  * out of its table while lane 0 waits at the BARRIER after it, and a
  * second phase follows that nobody may run. The job ends with -ERANGE,

@@ -1419,6 +1419,84 @@ TEST(lanes_split_matmuls_from_a_few_microseconds)
 }
 
 /*
+ * A depthwise convolution whose channels fit one chunk splits them among
+ * the lanes (the elementwise kernel after it then reads what its own
+ * lane stored); with fewer than 8 channels a lane, it splits the rows.
+ * Either way each output is its taps' fused sum, bit for bit, on one
+ * thread and on two.
+ */
+/* Rows of the first DMA_LOAD after LANE 1, or -1. */
+static int lane1_first_load_rows(const struct vtpu_program *prog)
+{
+	const struct vtpu_prog_header *h = prog->binary;
+	const struct vtpu_insn *in = (const void *)(h + 1);
+	uint32_t i;
+	bool lane1 = false;
+
+	for (i = 0; i < h->insn_count; i++) {
+		if (in[i].op == VTPU_OP_LANE)
+			lane1 = in[i].imm == 1;
+		else if (lane1 && in[i].op == VTPU_OP_DMA_LOAD)
+			return in[i].t.d.rows;
+	}
+	return -1;
+}
+
+TEST(depthwise_conv_lanes_split_channels_or_rows)
+{
+	static const int64_t chans[] = { 4, 32 };
+	struct vtpu_conv_params p = { { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 },
+				      0 };
+	struct vtpu_compile_options opts = { 0 };
+	char err[256];
+	size_t i;
+	int ways;
+
+	for (i = 0; i < ARRAY_SIZE(chans); i++) {
+		int64_t xi[] = { 1, chans[i], 64, 64 }, ki[] = { chans[i], 1, 3, 3 };
+		struct vtpu_shape sx = f32(4, xi), sk = f32(4, ki);
+		int64_t n = shape_elems(&sx);
+		struct vtpu_graph *g = vtpu_graph_new();
+		struct vtpu_program *prog = NULL;
+		float *want = malloc(n * 4);
+		void *params[2], *out[1] = { NULL };
+		int x, k, y;
+
+		ASSERT_NE(NULL, want);
+		p.groups = (int)chans[i];
+		x = vtpu_g_parameter(g, 0, &sx, "x");
+		k = vtpu_g_parameter(g, 1, &sk, "k");
+		y = vtpu_g_conv2d(g, x, k, &p);
+		vtpu_g_outputs(g, 1, &y);
+		ASSERT_EQ(0, vtpu_compile(g, &dev_big, &opts, &prog, err,
+					  sizeof(err)))
+			TH_LOG("%s", err);
+		EXPECT_EQ(2u, ((const struct vtpu_prog_header *)prog->binary)->lanes)
+			TH_LOG("%lld channels", (long long)chans[i]);
+		/* lane 1 starts with its chunk's weights: a channel a row */
+		EXPECT_EQ(chans[i] == 32 ? 16 : 4, lane1_first_load_rows(prog))
+			TH_LOG("%lld channels", (long long)chans[i]);
+		params[0] = random_tensor(&sx);
+		params[1] = random_tensor(&sk);
+		dwconv_ref(params[0], params[1], xi, ki, &p, 64, 64, true, want);
+		for (ways = 1; ways <= 2; ways++) {
+			ASSERT_EQ(0, run_program_on(prog, &dev_big, params, out,
+						    ways));
+			EXPECT_EQ(0, memcmp(want, out[0], n * 4))
+				TH_LOG("%lld channels, %d threads",
+				       (long long)chans[i], ways);
+			free(out[0]);
+			out[0] = NULL;
+		}
+		free(params[0]);
+		free(params[1]);
+		free(want);
+		vtpu_program_free(prog);
+		vtpu_graph_free(g);
+	}
+}
+
+/*
  * A fault in one lane stops every executor: lane 1's gather index is
  * out of its table while lane 0 waits at the BARRIER after it, and a
  * second phase follows that nobody may run. The job ends with -ERANGE,

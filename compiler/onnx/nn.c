@@ -267,6 +267,9 @@ static int resize_input(struct ctx *c, node_t *n, size_t i, double *v,
 	return cv->n ? onnx_cv_reals(c, cv, v, 2 * R, what) : 0;
 }
 
+static int resize_axes(struct ctx *c, node_t *n, int x, const double *scales,
+		       const double *sizes, const double *roi);
+
 int onnx_op_resize(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int x = onnx_in(c, n, 0), ns, nz, nr = 0;
@@ -301,20 +304,68 @@ int onnx_op_resize(struct ctx *c, node_t *n, const struct opdef *d)
 	    (ns && nz) || (nr && nr != 2 * s.rank))
 		return onnx_fail(c, "wants scales or sizes for each of the %d axes",
 				 s.rank);
+	return onnx_out(c, n, 0, resize_axes(c, n, x, ns ? scales : NULL,
+					     nz ? sizes : NULL, nr ? roi : NULL));
+}
+
+/*
+ * Upsample (opsets 7 to 9, Resize's predecessor): scales from the
+ * attribute (7) or input 1 (9), each at least 1; nearest (floor) or
+ * linear, in asymmetric coordinates: Resize as opset 10 defines it.
+ */
+int onnx_op_upsample(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	const Onnx__AttributeProto *a = onnx_attr(n, "scales");
+	int x = onnx_in(c, n, 0), ns;
+	double scales[2 * R];
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	if (!onnx_attr_s_is(n, "mode", "nearest", "nearest") &&
+	    !onnx_attr_s_is(n, "mode", "nearest", "linear"))
+		return onnx_fail(c, "unsupported mode (nearest or linear)");
+	s = onnx_shape_of(c, x);
+	if (c->opset >= 9) {
+		ns = resize_input(c, n, 1, scales, "scales");
+		if (ns < 0)
+			return ns;
+	} else {
+		ns = a ? (int)a->n_floats : 0;
+		for (int i = 0; i < ns && i < s.rank; i++)
+			scales[i] = a->floats[i];
+	}
+	if (ns != s.rank)
+		return onnx_fail(c, "wants scales for each of the %d axes", s.rank);
+	for (int i = 0; i < ns; i++)
+		if (!(scales[i] >= 1))
+			return onnx_fail(c, "scale %g on axis %d: Upsample's are at least 1",
+					 scales[i], i);
+	return onnx_out(c, n, 0, resize_axes(c, n, x, scales, NULL, NULL));
+}
+
+/* Resizes every axis of @x: by @scales or to @sizes, within @roi if set. */
+static int resize_axes(struct ctx *c, node_t *n, int x, const double *scales,
+		       const double *sizes, const double *roi)
+{
+	struct vtpu_shape s = onnx_shape_of(c, x);
+
 	for (int a = 0; a < s.rank && x >= 0; a++) {
-		int64_t out = nz ? (int64_t)sizes[a] :
+		int64_t out = sizes ? (int64_t)sizes[a] :
 			      (int64_t)floor(s.dims[a] * scales[a]);
-		double scale = nz ? (double)out / s.dims[a] : scales[a];
+		double scale = sizes ? (double)out / s.dims[a] : scales[a];
 
 		if (out < 1 || scale <= 0)
 			return onnx_fail(c, "bad size or scale on axis %d", a);
 		if (s.dims[a] > 4096 || out > 4096)
 			return onnx_fail(c, "unsupported resize of %lld to %lld (at most 4096)",
 					 (long long)s.dims[a], (long long)out);
-		x = resize_axis(c, n, x, a, out, nz ? out : s.dims[a] * scales[a],
-				scale, nr ? roi[a] : 0, nr ? roi[s.rank + a] : 1);
+		x = resize_axis(c, n, x, a, out,
+				sizes ? out : s.dims[a] * scales[a], scale,
+				roi ? roi[a] : 0, roi ? roi[s.rank + a] : 1);
 	}
-	return onnx_out(c, n, 0, x);
+	return x;
 }
 
 /*

@@ -205,6 +205,7 @@ static const struct opdef ops[] = {
 	  "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,"
 	  "exclude_outside,extrapolation_value,keep_aspect_ratio_policy,mode,"
 	  "nearest_mode" },
+	{ "Upsample", 7, 9, onnx_op_upsample, 0, 0, "mode,scales" },
 	{ "GatherElements", 11, MAXV, onnx_op_gather_elements, 0, 0, "axis" },
 	{ "GridSample", 16, MAXV, onnx_op_grid_sample, 0, 0,
 	  "align_corners,mode,padding_mode" },

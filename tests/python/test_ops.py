@@ -250,3 +250,62 @@ def test_grid_sample_far_and_nan_points_read_nothing(mode):
     np.testing.assert_array_equal(y[0, 0, 0, :2], [0, 0])
     want = grid_sample_ref(x, grid[:, :, 4:], mode, "zeros", 0)
     np.testing.assert_allclose(y[0, 0, 0, 4], want[0, 0, 0, 0], rtol=1e-5)
+
+
+def _upsample_ref(x, scales, mode):
+    """ONNX Upsample: output index o reads input o / scale (asymmetric),
+    nearest by floor, linear between the two neighbours, edge clamped."""
+    y = x
+    for axis, s in enumerate(scales):
+        n_in = y.shape[axis]
+        n_out = int(np.floor(n_in * s))
+        src = np.arange(n_out) / s
+        if mode == "nearest":
+            y = np.take(y, np.minimum(np.floor(src).astype(int), n_in - 1),
+                        axis=axis)
+            continue
+        i0 = np.floor(src).astype(int)
+        w = (src - i0).astype(np.float64)
+        a = np.take(y, np.minimum(i0, n_in - 1), axis=axis)
+        b = np.take(y, np.minimum(i0 + 1, n_in - 1), axis=axis)
+        shape = [1] * y.ndim
+        shape[axis] = n_out
+        w = w.reshape(shape)
+        y = a * (1 - w) + b * w
+    return y
+
+
+@pytest.mark.parametrize("opset", [7, 9])
+@pytest.mark.parametrize("mode,scales", [
+    ("nearest", [1.0, 1.0, 2.0, 3.0]),
+    ("nearest", [1.0, 2.0, 1.5, 2.5]),
+    ("linear", [1.0, 1.0, 2.0, 2.0]),
+    ("linear", [1.0, 1.0, 1.5, 3.0]),
+])
+def test_upsample_as_opsets_7_and_9_define_it(opset, mode, scales):
+    """Upsample (deprecated at opset 10, still in older exports): scales
+    as an attribute (7) or an input (9), nearest or linear."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    want = _upsample_ref(x.astype(np.float64), scales, mode)
+    inits = []
+    if opset == 7:
+        node = helper.make_node("Upsample", ["x"], ["y"], mode=mode,
+                                scales=scales)
+    else:
+        node = helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)
+        inits = [numpy_helper.from_array(np.array(scales, np.float32), "s")]
+    m = make_model([node], [("x", TensorProto.FLOAT, list(x.shape))],
+                   [("y", TensorProto.FLOAT, list(want.shape))], inits,
+                   opset=opset)
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    assert y.shape == want.shape
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_upsample_refuses_scales_below_one():
+    node = helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 0.5])
+    m = make_model([node], [("x", TensorProto.FLOAT, [2, 4])],
+                   [("y", TensorProto.FLOAT, [2, 2])], opset=7)
+    with pytest.raises(vtpu.Error, match="at least 1"):
+        vtpu.InferenceSession(m, backend="host")

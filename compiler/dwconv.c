@@ -39,8 +39,7 @@ struct dw {
 	int64_t Wp;		/* padded width, rounded up to a multiple of sw */
 	int64_t Wq;		/* columns of a plane's row: Wp / sw */
 	int64_t cc, ohb;	/* channels and output rows per band */
-	int64_t cc_max;		/* at most: a chunk per lane when chunks are few */
-	int64_t ohb_max;	/* at most: a band per lane when channels are few */
+	int64_t ohb_max;	/* at most: a band per lane when bands are few */
 	uint32_t rmask, cmask;	/* phases the taps read */
 	int nplanes;
 	struct loc x, w, out;
@@ -100,7 +99,7 @@ static bool fits(const struct dw *d, int64_t cc, int64_t ohb)
  */
 static int pick(struct dw *d)
 {
-	d->cc = d->C < d->cc_max ? d->C : d->cc_max;
+	d->cc = d->C < 256 ? d->C : 256;
 	while (d->cc > 1 && !fits(d, d->cc, 1))
 		d->cc = (d->cc + 1) / 2;
 	if (!fits(d, d->cc, 1) || d->taps > CG_TILE_DIM)
@@ -267,25 +266,16 @@ void gen_dwconv(struct cg *c, int v)
 	 * Bands are independent: split them among lanes (in order, so a
 	 * lane's bands of one chunk share its weights), unless the output
 	 * lies where the input or the weights are. Where the chunks of
-	 * channels and the images are fewer than the lanes, smaller chunks
-	 * give each lane some channels, all their rows: a lane then stores
-	 * the contiguous part of the output that the kernel after it (a
-	 * bias and activation, split by where its tiles land) reads in the
-	 * same lane, not one another core wrote. With fewer than 8 channels
-	 * a lane, bands of fewer rows do it instead.
+	 * channels and the images are fewer than the lanes, bands of fewer
+	 * rows give each lane some.
 	 */
 	lanes = !cg_values_meet(c, v, nd->in[0]) &&
 		!cg_values_meet(c, v, nd->in[1]) &&
 		(double)shape_elems(&nd->shape) * d.taps >= CG_LANES_MIN_WORK ?
 		c->e.lanes : 1;
-	d.cc_max = 256;
 	d.ohb_max = d.OH;
-	if (lanes > 1 && cdiv(d.C, 256) * xs->dims[0] < lanes) {
-		if (d.C >= 8 * (int64_t)lanes)
-			d.cc_max = cdiv(d.C, lanes);
-		else
-			d.ohb_max = cdiv(d.OH, lanes);
-	}
+	if (lanes > 1 && cdiv(d.C, 256) * xs->dims[0] < lanes)
+		d.ohb_max = cdiv(d.OH, lanes);
 	if (pick(&d))
 		return;
 	items = lanes > 1 ? cdiv(d.C, d.cc) * xs->dims[0] * cdiv(d.OH, d.ohb) :

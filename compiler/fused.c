@@ -634,21 +634,37 @@ static void fit_slots(struct fk *k, int64_t per, int64_t tile)
  */
 static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 {
-	int64_t nrows = n / kw, wc, tr, r, c0, tiles, t = 0;
+	int64_t nrows = n / kw, wc, tr, r, c0, tiles, t = 0, lanes = k->c->e.lanes;
+	bool by_cols;
 
 	wc = kw < per ? kw : per;
+	/*
+	 * Lanes split the columns where each gets some: a row is a channel
+	 * of an image (a bias per row), and a matmul or a depthwise
+	 * convolution before split its pixels, so each lane reads the
+	 * columns it stored itself.
+	 */
+	by_cols = lanes > 1 && kw >= 64 * lanes;
+	if (by_cols && wc > cdiv(kw, lanes))
+		wc = cdiv(cdiv(kw, lanes), 16) * 16;
 	wc = wc < CG_TILE_DIM ? wc : CG_TILE_DIM;
 	tr = per / wc;
 	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
 	fit_slots(k, per, (nrows < tr ? nrows : tr) * wc);
 	tiles = cdiv(nrows, tr) * cdiv(kw, wc);
-	for (r = 0; r < nrows; r += tr)
-		for (c0 = 0; c0 < kw; c0 += wc) {
-			k->rows = nrows - r < tr ? nrows - r : tr;
-			k->cols = kw - c0 < wc ? kw - c0 : wc;
-			emit_lane(&k->c->e, emit_lane_of(&k->c->e, t++, tiles));
-			body(k, r * kw + c0, kw);
+	for (t = 0; t < tiles; t++) {
+		if (by_cols) {
+			c0 = t / cdiv(nrows, tr) * wc;
+			r = t % cdiv(nrows, tr) * tr;
+		} else {
+			r = t / cdiv(kw, wc) * tr;
+			c0 = t % cdiv(kw, wc) * wc;
 		}
+		k->rows = nrows - r < tr ? nrows - r : tr;
+		k->cols = kw - c0 < wc ? kw - c0 : wc;
+		emit_lane(&k->c->e, emit_lane_of(&k->c->e, t, tiles));
+		body(k, r * kw + c0, kw);
+	}
 }
 
 static void gen_chain(struct fk *k, int64_t n)

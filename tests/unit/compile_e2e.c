@@ -1419,6 +1419,74 @@ TEST(lanes_split_matmuls_from_a_few_microseconds)
 }
 
 /*
+ * A chain with a value per channel (relu(x + b), x [1, 32, 64, 64])
+ * splits its columns, the pixels, among the lanes, as the matmuls and
+ * depthwise convolutions before such chains split theirs: lane 1 starts
+ * at column 2048 of the first channel. Bit for bit the reference, on one
+ * thread and on two.
+ */
+TEST(lanes_split_a_chain_of_channels_by_pixels)
+{
+	int64_t dx[] = { 1, 32, 64, 64 }, db[] = { 32 };
+	int bd[] = { 1 };
+	struct vtpu_shape sx = f32(4, dx), sb = f32(1, db);
+	struct vtpu_compile_options opts = { 0 };
+	struct vtpu_graph *g = vtpu_graph_new();
+	struct vtpu_program *prog = NULL;
+	const struct vtpu_prog_header *h;
+	const struct vtpu_insn *in;
+	int64_t n = shape_elems(&sx), i;
+	void *params[2], *out[1] = { NULL };
+	float *want = malloc(n * 4);
+	int x, b, y, ways, lane1 = 0, bad = 0;
+	int64_t first = -1;
+	uint32_t k;
+	char err[256];
+
+	ASSERT_NE(NULL, want);
+	x = vtpu_g_parameter(g, 0, &sx, "x");
+	b = vtpu_g_parameter(g, 1, &sb, "b");
+	y = vtpu_g_unary(g, VTPU_RELU, vtpu_g_binary(g, VTPU_ADD, x,
+			 vtpu_g_broadcast(g, b, 4, dx, bd)));
+	vtpu_g_outputs(g, 1, &y);
+	ASSERT_EQ(0, vtpu_compile(g, &dev_big, &opts, &prog, err, sizeof(err)))
+		TH_LOG("%s", err);
+	h = prog->binary;
+	in = (const void *)(h + 1);
+	EXPECT_EQ(2u, h->lanes);
+	for (k = 0; k < h->insn_count && first < 0; k++) {
+		if (in[k].op == VTPU_OP_LANE)
+			lane1 = in[k].imm == 1;
+		else if (lane1 && in[k].op == VTPU_OP_DMA_LOAD &&
+			 in[k].dma.v.cols > 1)
+			first = (int64_t)in[k].dma.offset;
+	}
+	EXPECT_EQ(2048 * 4, first);
+	params[0] = random_tensor(&sx);
+	params[1] = random_tensor(&sb);
+	for (i = 0; i < n; i++) {
+		want[i] = ((float *)params[0])[i] +
+			  ((float *)params[1])[i / 4096];
+		want[i] = want[i] > 0 ? want[i] : 0;
+	}
+	for (ways = 1; ways <= 2; ways++) {
+		ASSERT_EQ(0, run_program_on(prog, &dev_big, params, out, ways));
+		for (i = 0; i < n; i++)
+			if (memcmp(&want[i], (float *)out[0] + i, 4) && !bad++)
+				TH_LOG("%d threads: element %lld", ways,
+				       (long long)i);
+		free(out[0]);
+		out[0] = NULL;
+	}
+	EXPECT_EQ(0, bad);
+	free(params[0]);
+	free(params[1]);
+	free(want);
+	vtpu_program_free(prog);
+	vtpu_graph_free(g);
+}
+
+/*
  * A fault in one lane stops every executor: lane 1's gather index is
  * out of its table while lane 0 waits at the BARRIER after it, and a
  * second phase follows that nobody may run. The job ends with -ERANGE,

@@ -308,6 +308,8 @@ bench: module $(BENCH) $(RUN_TOOL) python-build
 	@OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(OPENBLAS_CORE)} \
 		$(BENCH) exec
 	@tools/bench/models.sh $(BUILD)
+	@zoo=$$(tools/zoo/models.sh $(BUILD)) && PYTHONPATH=$(BUILD)/python \
+		$(PYTHON) tools/bench/cores_paired.py "$$zoo"
 	@VTPU_BACKEND=host $(BENCH) runtime
 	@tools/vm/run.sh --no-slab-debug --build $(BUILD) \
 		--module $(CURDIR)/$(MODULE) \

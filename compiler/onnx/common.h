@@ -233,6 +233,7 @@ int onnx_op_onehot(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_scatter_elements(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_iota_along(struct ctx *c, int64_t size, int rank,
 		    const int64_t *dims, int axis);
+int onnx_op_reverse_sequence(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_grid_sample(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_gathernd(struct ctx *c, node_t *n, const struct opdef *d);

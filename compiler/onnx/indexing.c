@@ -209,6 +209,8 @@ static int valid_or_minus_one(struct ctx *c, int idx, const int *comp,
 	return onnx_chk(c, vtpu_g_select(c->g, ok, idx, onnx_splat(c, -1, idx)));
 }
 
+static int gather_elements(struct ctx *c, int x, int idx, int ax);
+
 /*
  * GatherElements: element i of the result is the data element at i with
  * its @axis coordinate replaced by idx[i]. Its position in the data,
@@ -218,10 +220,8 @@ static int valid_or_minus_one(struct ctx *c, int idx, const int *comp,
  */
 int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), ax, base, pos, w;
-	struct vtpu_shape sx, si, bs;
-	int64_t total, m, stride, v, flat;
-	int32_t *bv;
+	int x = onnx_in(c, n, 0), idx = onnx_in(c, n, 1), ax;
+	struct vtpu_shape sx, si;
 
 	(void)d;
 	if (x < 0 || idx < 0)
@@ -233,6 +233,62 @@ int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 	ax = onnx_axis_norm(c, onnx_attr_i(n, "axis", 0), sx.rank);
 	if (ax < 0)
 		return ax;
+	return onnx_out(c, n, 0, gather_elements(c, x, idx, ax));
+}
+
+/*
+ * ReverseSequence: along the time axis, the first sequence_lens[b]
+ * elements of batch entry b in reverse order, the rest as they are. The
+ * lengths are known at run time: the source position of each element,
+ * t < len ? len - 1 - t : t, feeds GatherElements' gather. A length
+ * beyond the time axis makes a position outside it, and the execution
+ * fails (-ERANGE), as ONNX Runtime refuses such lengths.
+ */
+int onnx_op_reverse_sequence(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), len = onnx_in(c, n, 1), ta, ba, t, rev, in,
+	    map[1];
+	struct vtpu_shape sx;
+
+	(void)d;
+	if (x < 0 || len < 0)
+		return -EINVAL;
+	sx = onnx_shape_of(c, x);
+	ta = (int)onnx_attr_i(n, "time_axis", 0);
+	ba = (int)onnx_attr_i(n, "batch_axis", 1);
+	if (sx.rank < 2 || ta < 0 || ta > 1 || ba < 0 || ba > 1 || ta == ba)
+		return onnx_fail(c, "wants time_axis and batch_axis 0 and 1, or 1 and 0, of a tensor of rank 2 or more");
+	if (onnx_shape_of(c, len).rank != 1 ||
+	    onnx_shape_of(c, len).dims[0] != sx.dims[ba])
+		return onnx_fail(c, "sequence_lens must have one length per batch entry (%lld)",
+				 (long long)sx.dims[ba]);
+	if (onnx_shape_of(c, len).type != VTPU_S32)
+		len = onnx_chk(c, vtpu_g_convert(c->g, len, VTPU_S32));
+	map[0] = ba;
+	len = len < 0 ? len : onnx_chk(c, vtpu_g_broadcast(c->g, len, sx.rank,
+							   sx.dims, map));
+	t = onnx_iota_along(c, sx.dims[ta], sx.rank, sx.dims, ta);
+	if (len < 0 || t < 0)
+		return -EINVAL;
+	rev = onnx_binary(c, VTPU_SUB, onnx_binary(c, VTPU_SUB, len,
+						   onnx_splat(c, 1, len)), t);
+	in = onnx_chk(c, vtpu_g_compare(c->g, VTPU_LT, t, len));
+	t = rev < 0 || in < 0 ? -EINVAL :
+	    onnx_chk(c, vtpu_g_select(c->g, in, rev, t));
+	return onnx_out(c, n, 0, t < 0 ? t : gather_elements(c, x, t, ta));
+}
+
+/*
+ * GatherElements of @x by s32 @idx (of @x's rank) along @ax, as
+ * described above; the result, or -errno.
+ */
+static int gather_elements(struct ctx *c, int x, int idx, int ax)
+{
+	struct vtpu_shape sx = onnx_shape_of(c, x), si = onnx_shape_of(c, idx), bs;
+	int64_t total, m, stride, v, flat;
+	int base, pos, w;
+	int32_t *bv;
+
 	for (int i = 0; i < sx.rank; i++)
 		if (i != ax && si.dims[i] > sx.dims[i])
 			return onnx_fail(c, "indices larger than the data on axis %d", i);
@@ -271,7 +327,7 @@ int onnx_op_gather_elements(struct ctx *c, node_t *n, const struct opdef *d)
 	flat = total;
 	x = onnx_reshape(c, x, 1, &flat);
 	x = gather_dynamic(c, x, 0, pos, false);
-	return onnx_out(c, n, 0, x < 0 ? x : onnx_reshape(c, x, si.rank, si.dims));
+	return x < 0 ? x : onnx_reshape(c, x, si.rank, si.dims);
 }
 
 /*

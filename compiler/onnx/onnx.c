@@ -207,6 +207,8 @@ static const struct opdef ops[] = {
 	  "nearest_mode" },
 	{ "Upsample", 7, 9, onnx_op_upsample, 0, 0, "mode,scales" },
 	{ "GatherElements", 11, MAXV, onnx_op_gather_elements, 0, 0, "axis" },
+	{ "ReverseSequence", 10, MAXV, onnx_op_reverse_sequence, 0, 0,
+	  "batch_axis,time_axis" },
 	{ "GridSample", 16, MAXV, onnx_op_grid_sample, 0, 0,
 	  "align_corners,mode,padding_mode" },
 	{ "NegativeLogLikelihoodLoss", 12, MAXV, onnx_op_nll_loss, 0, 0,

@@ -309,3 +309,47 @@ def test_upsample_refuses_scales_below_one():
                    [("y", TensorProto.FLOAT, [2, 2])], opset=7)
     with pytest.raises(vtpu.Error, match="at least 1"):
         vtpu.InferenceSession(m, backend="host")
+
+
+def _reverse_sequence_ref(x, lens, time_axis):
+    y = x.copy()
+    for b, n in enumerate(lens):
+        if time_axis == 0:
+            y[:n, b] = x[:n, b][::-1]
+        else:
+            y[b, :n] = x[b, :n][::-1]
+    return y
+
+
+@pytest.mark.parametrize("time_axis", [0, 1])
+def test_reverse_sequence_reverses_each_entrys_length(time_axis):
+    """ReverseSequence with lengths known only at run time: every length
+    from 0 to the whole time axis, in both layouts, one input feeding
+    runs with different lengths."""
+    rng = np.random.default_rng(11)
+    t, b = 6, 7
+    shape = [t, b, 3] if time_axis == 0 else [b, t, 3]
+    x = rng.standard_normal(shape).astype(np.float32)
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
+                            time_axis=time_axis, batch_axis=1 - time_axis)
+    m = make_model([node], [("x", TensorProto.FLOAT, shape),
+                            ("lens", TensorProto.INT64, [b])],
+                   [("y", TensorProto.FLOAT, shape)])
+    s = vtpu.InferenceSession(m, backend="host")
+    for lens in ([0, 1, 2, 3, 4, 5, 6], [6, 6, 1, 0, 3, 2, 5]):
+        lens = np.array(lens, np.int64)
+        y, = s.run(None, {"x": x, "lens": lens})
+        np.testing.assert_array_equal(y, _reverse_sequence_ref(x, lens,
+                                                               time_axis))
+
+
+def test_reverse_sequence_longer_than_the_time_axis_fails_the_run():
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
+                            time_axis=0, batch_axis=1)
+    m = make_model([node], [("x", TensorProto.FLOAT, [4, 2]),
+                            ("lens", TensorProto.INT64, [2])],
+                   [("y", TensorProto.FLOAT, [4, 2])])
+    s = vtpu.InferenceSession(m, backend="host")
+    x = np.ones((4, 2), np.float32)
+    with pytest.raises(vtpu.Error, match="index is out of range"):
+        s.run(None, {"x": x, "lens": np.array([4, 5], np.int64)})

@@ -216,6 +216,7 @@ int onnx_apply_along(struct ctx *c, int x, int axis, const float *mat,
 		     int64_t out);
 int onnx_op_resize(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_upsample(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_mvn(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_nll_loss(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_sce_loss(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d);

@@ -1210,6 +1210,51 @@ int onnx_op_instnorm(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
+ * MeanVarianceNormalization: (x - mean) / (std + 1e-9) over @axes
+ * (default 0, 2, 3), as ONNX's function body defines it; the variance
+ * is the mean of the centred squares, which ONNX's E[x^2] - E[x]^2
+ * equals in exact arithmetic and rounds no better.
+ */
+int onnx_op_mvn(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), axes[R], keep[R], nk = 0, na, mean, dx, sd;
+	int64_t ax[R] = { 0, 2, 3 };
+	bool red[R] = { false };
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = onnx_shape_of(c, x);
+	na = onnx_attr(n, "axes") ? onnx_attr_ints(c, n, "axes", ax, R) : 3;
+	if (na < 0)
+		return na;
+	for (int i = 0; i < na; i++) {
+		axes[i] = onnx_axis_norm(c, ax[i], s.rank);
+		if (axes[i] < 0)
+			return axes[i];
+		if (red[axes[i]])
+			return onnx_fail(c, "axis %lld named twice", (long long)ax[i]);
+		red[axes[i]] = true;
+	}
+	for (int i = 0; i < s.rank; i++)
+		if (!red[i])
+			keep[nk++] = i;
+	mean = onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, x, na, axes));
+	mean = mean < 0 ? mean : onnx_chk(c, vtpu_g_broadcast(c->g, mean, s.rank,
+							      s.dims, keep));
+	dx = mean < 0 ? mean : onnx_binary(c, VTPU_SUB, x, mean);
+	sd = dx < 0 ? dx : onnx_binary(c, VTPU_MUL, dx, dx);
+	sd = sd < 0 ? sd : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, sd,
+						     na, axes));
+	sd = sd < 0 ? sd : onnx_chk(c, vtpu_g_unary(c->g, VTPU_SQRT, sd));
+	sd = sd < 0 ? sd : onnx_binary(c, VTPU_ADD, sd, onnx_splat(c, 1e-9, sd));
+	sd = sd < 0 ? sd : onnx_chk(c, vtpu_g_broadcast(c->g, sd, s.rank, s.dims,
+							keep));
+	return onnx_out(c, n, 0, sd < 0 ? sd : onnx_binary(c, VTPU_DIV, dx, sd));
+}
+
+/*
  * LRN: x / (bias + alpha / size * sum of x^2 over the @size channels
  * around each)^beta, the window sum as @size slices of the squares
  * padded with zeros along the channels.

@@ -240,6 +240,7 @@ static const struct opdef ops[] = {
 	{ "LayerNormalization", 17, MAXV, onnx_op_layernorm, 0, 0,
 	  "axis,epsilon,stash_type" },
 	{ "InstanceNormalization", 6, MAXV, onnx_op_instnorm, 0, 0, "epsilon" },
+	{ "MeanVarianceNormalization", 9, MAXV, onnx_op_mvn, 0, 0, "axes" },
 };
 
 static const struct opdef *find_op(const char *name, int64_t opset, bool *known)

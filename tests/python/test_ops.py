@@ -353,3 +353,30 @@ def test_reverse_sequence_longer_than_the_time_axis_fails_the_run():
     x = np.ones((4, 2), np.float32)
     with pytest.raises(vtpu.Error, match="index is out of range"):
         s.run(None, {"x": x, "lens": np.array([4, 5], np.int64)})
+
+
+@pytest.mark.parametrize("axes", [None, [2, 3], [1], [0, 1, 2, 3]])
+def test_mean_variance_normalization(axes):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((2, 3, 4, 5)) * 3 + 1).astype(np.float32)
+    ax = tuple(axes) if axes is not None else (0, 2, 3)
+    xd = x.astype(np.float64)
+    mean = xd.mean(axis=ax, keepdims=True)
+    want = (xd - mean) / (np.sqrt(((xd - mean) ** 2).mean(axis=ax,
+                                                         keepdims=True))
+                          + 1e-9)
+    kw = {"axes": axes} if axes is not None else {}
+    node = helper.make_node("MeanVarianceNormalization", ["x"], ["y"], **kw)
+    m = make_model([node], [("x", TensorProto.FLOAT, list(x.shape))],
+                   [("y", TensorProto.FLOAT, list(x.shape))])
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+def test_mean_variance_normalization_refuses_an_axis_named_twice():
+    node = helper.make_node("MeanVarianceNormalization", ["x"], ["y"],
+                            axes=[1, -1])
+    m = make_model([node], [("x", TensorProto.FLOAT, [2, 3])],
+                   [("y", TensorProto.FLOAT, [2, 3])])
+    with pytest.raises(vtpu.Error, match="named twice"):
+        vtpu.InferenceSession(m, backend="host")

@@ -187,6 +187,7 @@ int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_dyn_quantize(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_bitshift(struct ctx *c, node_t *n, const struct opdef *d);
 

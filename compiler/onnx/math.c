@@ -900,6 +900,61 @@ int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
+ * DynamicQuantizeLinear: x to uint8 with the scale and zero point its own
+ * range gives, as ONNX's reference computes them in f32: the range
+ * [min(0, min x), max(0, max x)] over 255 levels (scale 1/255 for an
+ * all-zero x), the zero point -min / scale clipped to [0, 255] then
+ * rounded half to even, y = saturate(round(x / scale) + zero point).
+ * The integers are the device's s32; scale and zero point are scalars.
+ */
+int onnx_op_dyn_quantize(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), axes[R], lo, hi, flat, same, scale, zp, y, bs, bz;
+	struct vtpu_shape s;
+
+	(void)d;
+	if (x < 0)
+		return x;
+	s = onnx_shape_of(c, x);
+	if (s.type != VTPU_F32)
+		return onnx_fail(c, "x must be float");
+	for (int i = 0; i < s.rank; i++)
+		axes[i] = i;
+	lo = onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MIN_OP, x, s.rank, axes));
+	hi = onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MAX_OP, x, s.rank, axes));
+	if (lo < 0 || hi < 0)
+		return -EINVAL;
+	lo = onnx_binary(c, VTPU_MIN, lo, onnx_splat(c, 0, lo));
+	hi = onnx_binary(c, VTPU_MAX, hi, onnx_splat(c, 0, hi));
+	flat = onnx_binary(c, VTPU_SUB, hi, lo);
+	same = flat < 0 ? flat :
+	       onnx_chk(c, vtpu_g_compare(c->g, VTPU_EQ, flat, onnx_splat(c, 0, flat)));
+	flat = same < 0 ? same :
+	       onnx_chk(c, vtpu_g_select(c->g, same, onnx_splat(c, 1, flat), flat));
+	scale = flat < 0 ? flat : onnx_binary(c, VTPU_DIV, flat,
+					      onnx_splat(c, 255, flat));
+	zp = scale < 0 ? scale : onnx_binary(c, VTPU_SUB, onnx_splat(c, 0, lo),
+					     onnx_binary(c, VTPU_DIV, lo, scale));
+	zp = zp < 0 ? zp : onnx_binary(c, VTPU_MAX, zp, onnx_splat(c, 0, zp));
+	zp = zp < 0 ? zp : onnx_binary(c, VTPU_MIN, zp, onnx_splat(c, 255, zp));
+	zp = rounding(c, zp, 2);
+	bs = onnx_bcast_to(c, scale, s.rank, s.dims);
+	bz = onnx_bcast_to(c, zp, s.rank, s.dims);
+	y = bs < 0 || bz < 0 ? -EINVAL :
+	    onnx_binary(c, VTPU_ADD, rounding(c, onnx_binary(c, VTPU_DIV, x, bs), 2),
+			bz);
+	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, 0, x));
+	y = onnx_binary(c, VTPU_MIN, y, onnx_splat(c, 255, x));
+	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+	zp = zp < 0 ? zp : onnx_chk(c, vtpu_g_convert(c->g, zp, VTPU_S32));
+	if (c->failed || y < 0 || zp < 0)
+		return -EINVAL;
+	if (onnx_out(c, n, 0, y) < 0 || onnx_out(c, n, 1, scale) < 0)
+		return -EINVAL;
+	return onnx_out(c, n, 2, zp);
+}
+
+/*
  * BitShift of unsigned integers (as the device's s32): x 2^y or
  * trunc(x / 2^y), in f32, exact below 2^24.
  */

@@ -102,6 +102,7 @@ static const struct opdef ops[] = {
 	{ "Celu", 12, MAXV, onnx_op_celu, 0, 0, "alpha" },
 	{ "HardSwish", 14, MAXV, onnx_op_hardsigmoid, 1, 0, "" },
 	{ "QuantizeLinear", 10, MAXV, onnx_op_quantize, 0, 0, "axis" },
+	{ "DynamicQuantizeLinear", 11, MAXV, onnx_op_dyn_quantize, 0, 0, "" },
 	{ "DequantizeLinear", 10, MAXV, onnx_op_quantize, 1, 0, "axis" },
 	{ "BitShift", 11, MAXV, onnx_op_bitshift, 0, 0, "direction" },
 	{ "LRN", 1, MAXV, onnx_op_lrn, 0, 0, "alpha,beta,bias,size" },

@@ -380,3 +380,31 @@ def test_mean_variance_normalization_refuses_an_axis_named_twice():
                    [("y", TensorProto.FLOAT, [2, 3])])
     with pytest.raises(vtpu.Error, match="named twice"):
         vtpu.InferenceSession(m, backend="host")
+
+
+def _dyn_quantize_ref(x):
+    """ONNX's reference DynamicQuantizeLinear, in float32."""
+    lo = np.minimum(np.float32(0), x.min())
+    hi = np.maximum(np.float32(0), x.max())
+    scale = np.float32(1.0 if hi == lo else hi - lo) / np.float32(255)
+    zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255))
+    y = np.clip(np.rint(x / scale) + zp, 0, 255)
+    return y.astype(np.uint8), np.float32(scale), zp.astype(np.uint8)
+
+
+@pytest.mark.parametrize("case", ["mixed", "positive", "negative", "zeros"])
+def test_dynamic_quantize_linear(case):
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((3, 50)) * 4).astype(np.float32)
+    x = {"mixed": x, "positive": np.abs(x) + 0.5,
+         "negative": -np.abs(x) - 0.5, "zeros": 0 * x}[case]
+    node = helper.make_node("DynamicQuantizeLinear", ["x"],
+                            ["y", "s", "z"])
+    m = make_model([node], [("x", TensorProto.FLOAT, list(x.shape))],
+                   [("y", TensorProto.UINT8, list(x.shape)),
+                    ("s", TensorProto.FLOAT, []),
+                    ("z", TensorProto.UINT8, [])])
+    y, s, z = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    wy, ws, wz = _dyn_quantize_ref(x)
+    assert s == ws and z == wz
+    np.testing.assert_array_equal(y, wy)

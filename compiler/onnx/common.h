@@ -206,6 +206,7 @@ int onnx_op_einsum(struct ctx *c, node_t *n, const struct opdef *d);
 /* training.c (domain ai.onnx.preview.training) */
 int onnx_op_gradient(struct ctx *c, node_t *n);
 int onnx_matmul(struct ctx *c, int a, int b);
+int onnx_op_matmul_integer(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_matmul(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_gemm(struct ctx *c, node_t *n, const struct opdef *d);
 

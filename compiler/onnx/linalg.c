@@ -244,6 +244,55 @@ int onnx_op_matmul(struct ctx *c, node_t *n, const struct opdef *d)
 	return onnx_out(c, n, 0, onnx_matmul(c, a, b));
 }
 
+/*
+ * An integer matmul operand less its zero point (input @i of @n, if
+ * given), in f32: a scalar, one per row of A (@row: [M] for a matrix, or
+ * [..., M, 1]) or one per column of B ([N], or [..., 1, N]).
+ */
+static int less_zero_point(struct ctx *c, node_t *n, int x, size_t i, bool row)
+{
+	struct vtpu_shape sx = onnx_shape_of(c, x), sz;
+	int64_t t[2];
+	int zp;
+
+	x = onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
+	if (x < 0 || !onnx_has_in(n, i))
+		return x;
+	zp = onnx_in(c, n, i);
+	if (zp < 0)
+		return zp;
+	sz = onnx_shape_of(c, zp);
+	zp = onnx_chk(c, vtpu_g_convert(c->g, zp, VTPU_F32));
+	if (zp >= 0 && row && sz.rank == 1 && sx.rank >= 2) {
+		t[0] = sz.dims[0], t[1] = 1;
+		zp = onnx_reshape(c, zp, 2, t);
+	}
+	return zp < 0 ? zp : onnx_binary(c, VTPU_SUB, x, zp);
+}
+
+/*
+ * MatMulInteger: (A - a_zero_point)(B - b_zero_point) in int32, of 8-bit
+ * integers (the device's s32). The products and sums run in f32: exact
+ * while every partial sum stays below 2^24 in magnitude, which any K up
+ * to 258 guarantees and typical activations and weights keep far beyond.
+ */
+int onnx_op_matmul_integer(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int a = onnx_in(c, n, 0), b = onnx_in(c, n, 1), y;
+
+	(void)d;
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	if (onnx_shape_of(c, a).type != VTPU_S32 ||
+	    onnx_shape_of(c, b).type != VTPU_S32)
+		return onnx_fail(c, "wants integer A and B");
+	a = less_zero_point(c, n, a, 2, true);
+	b = less_zero_point(c, n, b, 3, false);
+	y = a < 0 || b < 0 ? -EINVAL : onnx_matmul(c, a, b);
+	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+	return onnx_out(c, n, 0, y);
+}
+
 static int transpose2(struct ctx *c, int a)
 {
 	static const int perm[2] = { 1, 0 };

@@ -132,6 +132,7 @@ static const struct opdef ops[] = {
 	{ "Softmax", 1, MAXV, onnx_op_softmax, 0, 0, "axis" },
 	{ "LogSoftmax", 1, MAXV, onnx_op_softmax, 1, 0, "axis" },
 	{ "MatMul", 1, MAXV, onnx_op_matmul, 0, 0, "" },
+	{ "MatMulInteger", 10, MAXV, onnx_op_matmul_integer, 0, 0, "" },
 	{ "Gemm", 6, MAXV, onnx_op_gemm, 0, 0, "alpha,beta,broadcast,transA,transB" },
 	{ "Conv", 1, MAXV, onnx_op_conv, 0, 0,
 	  "auto_pad,dilations,group,kernel_shape,pads,strides" },

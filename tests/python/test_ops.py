@@ -408,3 +408,38 @@ def test_dynamic_quantize_linear(case):
     wy, ws, wz = _dyn_quantize_ref(x)
     assert s == ws and z == wz
     np.testing.assert_array_equal(y, wy)
+
+
+@pytest.mark.parametrize("zp", ["none", "scalar", "per-row-and-column"])
+def test_matmul_integer_is_exact_int32(zp):
+    """MatMulInteger of uint8 A and int8 B: exact, products of 255 and
+    -128 over K = 258 included (sums up to 2^23.98)."""
+    rng = np.random.default_rng(4)
+    m, k, n = 5, 258, 7
+    a = rng.integers(0, 256, (2, m, k)).astype(np.uint8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    a[0, 0, :] = 255
+    b[:, 0] = -128
+    inputs = [("a", TensorProto.UINT8, list(a.shape)),
+              ("b", TensorProto.INT8, list(b.shape))]
+    feeds = {"a": a, "b": b}
+    names = ["a", "b"]
+    az, bz = np.zeros((1, m, 1), np.int64), np.zeros((n,), np.int64)
+    if zp == "scalar":
+        az, bz = np.full((1, 1, 1), 3), np.full((n,), -2)
+        inputs += [("az", TensorProto.UINT8, []), ("bz", TensorProto.INT8, [])]
+        feeds.update(az=np.array(3, np.uint8), bz=np.array(-2, np.int8))
+        names += ["az", "bz"]
+    elif zp == "per-row-and-column":
+        azv = rng.integers(0, 256, (2, m, 1)).astype(np.uint8)
+        bzv = rng.integers(-128, 128, (n,)).astype(np.int8)
+        az, bz = azv.astype(np.int64), bzv.astype(np.int64)
+        inputs += [("az", TensorProto.UINT8, [2, m, 1]),
+                   ("bz", TensorProto.INT8, [n])]
+        feeds.update(az=azv, bz=bzv)
+        names += ["az", "bz"]
+    want = (a.astype(np.int64) - az) @ (b.astype(np.int64) - bz)
+    node = helper.make_node("MatMulInteger", names, ["y"])
+    mdl = make_model([node], inputs, [("y", TensorProto.INT32, [2, m, n])])
+    y, = vtpu.InferenceSession(mdl, backend="host").run(None, feeds)
+    np.testing.assert_array_equal(y, want.astype(np.int32))

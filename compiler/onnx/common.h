@@ -221,6 +221,7 @@ int onnx_op_upsample(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_mvn(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_nll_loss(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_sce_loss(struct ctx *c, node_t *n, const struct opdef *d);
+int onnx_op_conv_integer(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_convtranspose(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_pool(struct ctx *c, node_t *n, const struct opdef *d);

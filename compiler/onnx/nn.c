@@ -665,14 +665,13 @@ static int add_bias(struct ctx *c, node_t *n, size_t i, int y)
 	return bias < 0 ? bias : onnx_chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, bias));
 }
 
-int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d)
+/* Conv's x * k, with @n's attributes; no bias. */
+static int conv_of(struct ctx *c, node_t *n, int x, int k)
 {
-	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 1);
 	struct vtpu_shape sx, sk;
 	struct window w = { 0 };
 	int64_t kv[3];
 
-	(void)d;
 	if (x < 0 || k < 0)
 		return -EINVAL;
 	sx = onnx_shape_of(c, x);
@@ -689,8 +688,65 @@ int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d)
 		w.in[i] = sx.dims[2 + i], w.k[i] = sk.dims[2 + i];
 	if (c->failed || window(c, n, &w))
 		return -EINVAL;
-	x = conv_nd(c, x, k, &w, (int)onnx_attr_i(n, "group", 1));
-	return onnx_out(c, n, 0, add_bias(c, n, 2, x));
+	return conv_nd(c, x, k, &w, (int)onnx_attr_i(n, "group", 1));
+}
+
+int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 1);
+
+	(void)d;
+	return onnx_out(c, n, 0, add_bias(c, n, 2, conv_of(c, n, x, k)));
+}
+
+/*
+ * @x (8-bit integers, the device's s32) less zero point input @i of @n
+ * if given, in f32: a scalar, or for the weights (@per_out) one per
+ * output channel.
+ */
+static int shifted(struct ctx *c, node_t *n, int x, size_t i, bool per_out)
+{
+	struct vtpu_shape sx = onnx_shape_of(c, x), sz;
+	int64_t t[R];
+	int zp;
+
+	x = x < 0 ? x : onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
+	if (x < 0 || !onnx_has_in(n, i))
+		return x;
+	zp = onnx_in(c, n, i);
+	sz = onnx_shape_of(c, zp);
+	zp = zp < 0 ? zp : onnx_chk(c, vtpu_g_convert(c->g, zp, VTPU_F32));
+	if (zp >= 0 && sz.rank == 1 && sz.dims[0] > 1) {
+		if (!per_out || sz.dims[0] != sx.dims[0])
+			return onnx_fail(c, "zero point %zu: a scalar%s", i,
+					 per_out ? " or one per output channel" : "");
+		t[0] = sz.dims[0];
+		for (int j = 1; j < sx.rank; j++)
+			t[j] = 1;
+		zp = onnx_reshape(c, zp, sx.rank, t);
+	}
+	return zp < 0 ? zp : onnx_binary(c, VTPU_SUB, x, zp);
+}
+
+/*
+ * ConvInteger: (x - x_zero_point) * (w - w_zero_point) in int32, padding
+ * counted as the zero point (0 once shifted), as ONNX's reference does.
+ * f32 products and sums: exact while every partial sum stays below 2^24
+ * in magnitude (any C / group * kernel size up to 258).
+ */
+int onnx_op_conv_integer(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 1), y;
+
+	(void)d;
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	if (onnx_shape_of(c, x).type != VTPU_S32 ||
+	    onnx_shape_of(c, k).type != VTPU_S32)
+		return onnx_fail(c, "wants integer x and w");
+	y = conv_of(c, n, shifted(c, n, x, 2, false), shifted(c, n, k, 3, true));
+	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+	return onnx_out(c, n, 0, y);
 }
 
 /*

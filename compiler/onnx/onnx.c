@@ -136,6 +136,8 @@ static const struct opdef ops[] = {
 	{ "Gemm", 6, MAXV, onnx_op_gemm, 0, 0, "alpha,beta,broadcast,transA,transB" },
 	{ "Conv", 1, MAXV, onnx_op_conv, 0, 0,
 	  "auto_pad,dilations,group,kernel_shape,pads,strides" },
+	{ "ConvInteger", 10, MAXV, onnx_op_conv_integer, 0, 0,
+	  "auto_pad,dilations,group,kernel_shape,pads,strides" },
 	{ "ConvTranspose", 1, MAXV, onnx_op_convtranspose, 0, 0,
 	  "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides" },
 	{ "MaxPool", 1, MAXV, onnx_op_pool, 1, 0,

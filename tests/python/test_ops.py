@@ -443,3 +443,42 @@ def test_matmul_integer_is_exact_int32(zp):
     mdl = make_model([node], inputs, [("y", TensorProto.INT32, [2, m, n])])
     y, = vtpu.InferenceSession(mdl, backend="host").run(None, feeds)
     np.testing.assert_array_equal(y, want.astype(np.int32))
+
+
+def _conv_int_ref(x, w, pads, group):
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads, pads), (pads, pads)))
+    oh, ow = h + 2 * pads - kh + 1, wd + 2 * pads - kw + 1
+    y = np.zeros((n, m, oh, ow), np.int64)
+    for o in range(m):
+        g = o // (m // group)
+        for i in range(oh):
+            for j in range(ow):
+                win = xp[:, g * cg:(g + 1) * cg, i:i + kh, j:j + kw]
+                y[:, o, i, j] = (win * w[o]).sum(axis=(1, 2, 3))
+    return y
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_conv_integer_pads_with_the_zero_point(group):
+    """ConvInteger: uint8 x, int8 w with a zero point per output channel,
+    padding counted as x's zero point (0 once shifted), exact int32."""
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 256, (1, 4, 5, 6)).astype(np.uint8)
+    w = rng.integers(-128, 128, (6, 4 // group, 3, 3)).astype(np.int8)
+    xz = np.array(131, np.uint8)
+    wz = rng.integers(-5, 5, (6,)).astype(np.int8)
+    want = _conv_int_ref(x.astype(np.int64) - 131,
+                         w.astype(np.int64) - wz.reshape(6, 1, 1, 1), 1,
+                         group)
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"],
+                            pads=[1, 1, 1, 1], group=group)
+    m = make_model([node], [("x", TensorProto.UINT8, list(x.shape)),
+                            ("w", TensorProto.INT8, list(w.shape)),
+                            ("xz", TensorProto.UINT8, []),
+                            ("wz", TensorProto.INT8, [6])],
+                   [("y", TensorProto.INT32, list(want.shape))])
+    y, = vtpu.InferenceSession(m, backend="host").run(
+        None, {"x": x, "w": w, "xz": xz, "wz": wz})
+    np.testing.assert_array_equal(y, want.astype(np.int32))

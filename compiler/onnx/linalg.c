@@ -293,6 +293,52 @@ int onnx_op_matmul_integer(struct ctx *c, node_t *n, const struct opdef *d)
 	return onnx_out(c, n, 0, y);
 }
 
+/*
+ * Scale input @i of @n in f32, as less_zero_point() lays out a zero
+ * point: a scalar, one per row of A (@row) or one per column of B.
+ */
+static int scale_of(struct ctx *c, node_t *n, size_t i, int like, bool row)
+{
+	struct vtpu_shape sl = onnx_shape_of(c, like), ss;
+	int v = onnx_in(c, n, i);
+	int64_t t[2];
+
+	if (v < 0)
+		return v;
+	ss = onnx_shape_of(c, v);
+	if (ss.type != VTPU_F32)
+		v = onnx_chk(c, vtpu_g_convert(c->g, v, VTPU_F32));
+	if (v >= 0 && row && ss.rank == 1 && sl.rank >= 2) {
+		t[0] = ss.dims[0], t[1] = 1;
+		v = onnx_reshape(c, v, 2, t);
+	}
+	return v;
+}
+
+/*
+ * QLinearMatMul: MatMulInteger's exact sums, times a_scale b_scale /
+ * y_scale, rounded half to even, plus y's zero point, saturated to its
+ * 8-bit type (onnx_requantize()).
+ */
+int onnx_op_qlinear_matmul(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int a = onnx_in(c, n, 0), b = onnx_in(c, n, 3), y, m;
+
+	(void)d;
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	if (onnx_shape_of(c, a).type != VTPU_S32 ||
+	    onnx_shape_of(c, b).type != VTPU_S32)
+		return onnx_fail(c, "wants integer a and b");
+	m = onnx_binary(c, VTPU_MUL, scale_of(c, n, 1, a, true),
+			scale_of(c, n, 4, b, false));
+	m = m < 0 ? m : onnx_binary(c, VTPU_DIV, m, scale_of(c, n, 6, a, false));
+	a = less_zero_point(c, n, a, 2, true);
+	b = less_zero_point(c, n, b, 5, false);
+	y = a < 0 || b < 0 ? -EINVAL : onnx_matmul(c, a, b);
+	return onnx_out(c, n, 0, onnx_requantize(c, n, y, m, 7));
+}
+
 static int transpose2(struct ctx *c, int a)
 {
 	static const int perm[2] = { 1, 0 };

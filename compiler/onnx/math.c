@@ -900,6 +900,44 @@ int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
+ * The range of the 8-bit type of zero point input @i of @n: int8's if
+ * the model says so, uint8's otherwise (QuantizeLinear's default).
+ */
+int onnx_zp_range(struct ctx *c, node_t *n, size_t i, double *lo, double *hi)
+{
+	struct val *v = onnx_has_in(n, i) ? onnx_lookup(c, n->input[i]) : NULL;
+
+	*lo = 0, *hi = 255;
+	if (v && v->c && v->c->otype == ONNX__TENSOR_PROTO__DATA_TYPE__INT8)
+		*lo = -128, *hi = 127;
+	else if (v && v->c && v->c->otype &&
+		 v->c->otype != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+		return onnx_fail(c, "unsupported zero point type %s",
+				 onnx_type_name(v->c->otype));
+	return 0;
+}
+
+/*
+ * The QLinear operators' output: acc (f32, exact integers) times the
+ * scale @mult, rounded half to even, plus zero point input @zpi of @n,
+ * saturated to its 8-bit range, as the device's s32.
+ */
+int onnx_requantize(struct ctx *c, node_t *n, int acc, int mult, size_t zpi)
+{
+	double lo, hi;
+	int y;
+
+	if (acc < 0 || mult < 0 || onnx_zp_range(c, n, zpi, &lo, &hi))
+		return -EINVAL;
+	y = rounding(c, onnx_binary(c, VTPU_MUL, acc, mult), 2);
+	if (onnx_has_in(n, zpi))
+		y = onnx_binary(c, VTPU_ADD, y, to_f32(c, onnx_in(c, n, zpi)));
+	y = onnx_binary(c, VTPU_MAX, y, onnx_splat(c, lo, acc));
+	y = onnx_binary(c, VTPU_MIN, y, onnx_splat(c, hi, acc));
+	return y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
+}
+
+/*
  * DynamicQuantizeLinear: x to uint8 with the scale and zero point its own
  * range gives, as ONNX's reference computes them in f32: the range
  * [min(0, min x), max(0, max x)] over 255 levels (scale 1/255 for an

@@ -729,6 +729,50 @@ static int shifted(struct ctx *c, node_t *n, int x, size_t i, bool per_out)
 }
 
 /*
+ * QLinearConv: ConvInteger's exact sums plus the int32 bias, times
+ * x_scale w_scale / y_scale (w_scale a scalar or one per output
+ * channel), rounded half to even, plus y's zero point, saturated.
+ */
+int onnx_op_qlinear_conv(struct ctx *c, node_t *n, const struct opdef *d)
+{
+	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 3), y, m, ws, map[1] = { 1 };
+	struct vtpu_shape sk;
+
+	(void)d;
+	if (x < 0 || k < 0)
+		return -EINVAL;
+	if (onnx_shape_of(c, x).type != VTPU_S32 ||
+	    onnx_shape_of(c, k).type != VTPU_S32)
+		return onnx_fail(c, "wants integer x and w");
+	sk = onnx_shape_of(c, k);
+	y = conv_of(c, n, shifted(c, n, x, 2, false), shifted(c, n, k, 5, true));
+	if (y >= 0 && onnx_has_in(n, 8)) {
+		int b = onnx_in(c, n, 8);
+
+		b = b < 0 ? b : onnx_chk(c, vtpu_g_convert(c->g, b, VTPU_F32));
+		if (b >= 0 && (onnx_shape_of(c, b).rank != 1 ||
+			       onnx_shape_of(c, b).dims[0] != sk.dims[0]))
+			return onnx_fail(c, "bias must be [%lld]", (long long)sk.dims[0]);
+		b = b < 0 ? b : onnx_chk(c, vtpu_g_broadcast(c->g, b,
+				onnx_shape_of(c, y).rank, onnx_shape_of(c, y).dims, map));
+		y = b < 0 ? b : onnx_binary(c, VTPU_ADD, y, b);
+	}
+	ws = onnx_in(c, n, 4);
+	if (ws >= 0 && onnx_shape_of(c, ws).type != VTPU_F32)
+		ws = onnx_chk(c, vtpu_g_convert(c->g, ws, VTPU_F32));
+	if (ws >= 0 && onnx_shape_of(c, ws).rank == 1 &&
+	    onnx_shape_of(c, ws).dims[0] > 1 && y >= 0) {
+		if (onnx_shape_of(c, ws).dims[0] != sk.dims[0])
+			return onnx_fail(c, "w_scale: a scalar or one per output channel");
+		ws = onnx_chk(c, vtpu_g_broadcast(c->g, ws, onnx_shape_of(c, y).rank,
+						  onnx_shape_of(c, y).dims, map));
+	}
+	m = onnx_binary(c, VTPU_MUL, onnx_in(c, n, 1), ws);
+	m = m < 0 ? m : onnx_binary(c, VTPU_DIV, m, onnx_in(c, n, 6));
+	return onnx_out(c, n, 0, onnx_requantize(c, n, y, m, 7));
+}
+
+/*
  * ConvInteger: (x - x_zero_point) * (w - w_zero_point) in int32, padding
  * counted as the zero point (0 once shifted), as ONNX's reference does.
  * f32 products and sums: exact while every partial sum stays below 2^24

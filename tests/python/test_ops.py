@@ -482,3 +482,56 @@ def test_conv_integer_pads_with_the_zero_point(group):
     y, = vtpu.InferenceSession(m, backend="host").run(
         None, {"x": x, "w": w, "xz": xz, "wz": wz})
     np.testing.assert_array_equal(y, want.astype(np.int32))
+
+
+def _requant(acc, mult, zp, lo, hi):
+    return np.clip(np.rint(acc * mult) + zp, lo, hi)
+
+
+@pytest.mark.parametrize("ytype", ["uint8", "int8"])
+def test_qlinear_matmul_requantizes_exactly(ytype):
+    """QLinearMatMul with scales whose products are exact (powers of
+    two): every output, ties rounded to even, bit for bit."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 256, (4, 30)).astype(np.uint8)
+    b = rng.integers(-128, 128, (30, 6)).astype(np.int8)
+    yz = np.array(10 if ytype == "uint8" else -3, ytype)
+    lo, hi = (0, 255) if ytype == "uint8" else (-128, 127)
+    acc = (a.astype(np.int64) - 120) @ (b.astype(np.int64) - 1)
+    want = _requant(acc, 0.5 * 0.25 / 64, int(yz), lo, hi).astype(ytype)
+    tp = TensorProto.UINT8 if ytype == "uint8" else TensorProto.INT8
+    inits = [numpy_helper.from_array(np.array(v, t), nm) for v, t, nm in [
+        (0.5, np.float32, "as"), (120, np.uint8, "az"),
+        (0.25, np.float32, "bs"), (1, np.int8, "bz"),
+        (64.0, np.float32, "ys")]] + [numpy_helper.from_array(yz, "yz")]
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs",
+                                              "bz", "ys", "yz"], ["y"])
+    m = make_model([node], [("a", TensorProto.UINT8, [4, 30]),
+                            ("b", TensorProto.INT8, [30, 6])],
+                   [("y", tp, [4, 6])], inits)
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"a": a, "b": b})
+    np.testing.assert_array_equal(y, want)
+
+
+def test_qlinear_conv_with_bias_and_a_scale_per_channel():
+    rng = np.random.default_rng(10)
+    x = rng.integers(0, 256, (1, 3, 5, 5)).astype(np.uint8)
+    w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
+    bias = rng.integers(-2000, 2000, (4,)).astype(np.int32)
+    ws = np.array([0.5, 0.25, 0.125, 1.0], np.float32)
+    acc = _conv_int_ref(x.astype(np.int64) - 128, w.astype(np.int64), 0, 1)
+    acc = acc + bias.reshape(1, 4, 1, 1)
+    want = _requant(acc, (0.25 * ws / 128).reshape(1, 4, 1, 1), 5, 0,
+                    255).astype(np.uint8)
+    inits = [numpy_helper.from_array(np.array(v, t), nm) for v, t, nm in [
+        (0.25, np.float32, "xs"), (128, np.uint8, "xz"),
+        (0, np.int8, "wz"), (128.0, np.float32, "ys"),
+        (5, np.uint8, "yz")]] + [numpy_helper.from_array(ws, "ws"),
+                                 numpy_helper.from_array(bias, "bias")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz",
+                                            "ys", "yz", "bias"], ["y"])
+    m = make_model([node], [("x", TensorProto.UINT8, [1, 3, 5, 5]),
+                            ("w", TensorProto.INT8, [4, 3, 3, 3])],
+                   [("y", TensorProto.UINT8, list(want.shape))], inits)
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"x": x, "w": w})
+    np.testing.assert_array_equal(y, want)

@@ -634,7 +634,8 @@ static void fit_slots(struct fk *k, int64_t per, int64_t tile)
  */
 static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 {
-	int64_t nrows = n / kw, wc, tr, r, c0, tiles, t = 0, lanes = k->c->e.lanes;
+	int64_t nrows = n / kw, wc, tr, r, c0, rtiles, ctiles, tiles, t;
+	int64_t lanes = k->c->e.lanes;
 	bool by_cols;
 
 	wc = kw < per ? kw : per;
@@ -651,15 +652,12 @@ static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 	tr = per / wc;
 	tr = tr < CG_TILE_DIM ? tr : CG_TILE_DIM;
 	fit_slots(k, per, (nrows < tr ? nrows : tr) * wc);
-	tiles = cdiv(nrows, tr) * cdiv(kw, wc);
+	rtiles = cdiv(nrows, tr);
+	ctiles = cdiv(kw, wc);
+	tiles = rtiles * ctiles;
 	for (t = 0; t < tiles; t++) {
-		if (by_cols) {
-			c0 = t / cdiv(nrows, tr) * wc;
-			r = t % cdiv(nrows, tr) * tr;
-		} else {
-			r = t / cdiv(kw, wc) * tr;
-			c0 = t % cdiv(kw, wc) * wc;
-		}
+		r = (by_cols ? t % rtiles : t / ctiles) * tr;
+		c0 = (by_cols ? t / rtiles : t % ctiles) * wc;
 		k->rows = nrows - r < tr ? nrows - r : tr;
 		k->cols = kw - c0 < wc ? kw - c0 : wc;
 		emit_lane(&k->c->e, emit_lane_of(&k->c->e, t, tiles));

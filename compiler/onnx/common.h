@@ -187,6 +187,12 @@ int onnx_op_trig(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_math(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_mod(struct ctx *c, node_t *n, const struct opdef *d);
 int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d);
+/* A per-tensor or per-axis scale or zero point @v laid along @axis of @like. */
+int onnx_per_axis(struct ctx *c, int v, int like, int64_t axis);
+int onnx_per_axis_in(struct ctx *c, node_t *n, size_t i, int like,
+		     int64_t axis);
+int onnx_less_zero_point(struct ctx *c, node_t *n, int x, size_t i,
+			 int64_t axis);
 int onnx_zp_range(struct ctx *c, node_t *n, size_t i, double *lo, double *hi);
 int onnx_requantize(struct ctx *c, node_t *n, int acc, int mult, size_t zpi);
 int onnx_op_dyn_quantize(struct ctx *c, node_t *n, const struct opdef *d);

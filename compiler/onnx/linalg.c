@@ -245,32 +245,6 @@ int onnx_op_matmul(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
- * An integer matmul operand less its zero point (input @i of @n, if
- * given), in f32: a scalar, one per row of A (@row: [M] for a matrix, or
- * [..., M, 1]) or one per column of B ([N], or [..., 1, N]).
- */
-static int less_zero_point(struct ctx *c, node_t *n, int x, size_t i, bool row)
-{
-	struct vtpu_shape sx = onnx_shape_of(c, x), sz;
-	int64_t t[2];
-	int zp;
-
-	x = onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
-	if (x < 0 || !onnx_has_in(n, i))
-		return x;
-	zp = onnx_in(c, n, i);
-	if (zp < 0)
-		return zp;
-	sz = onnx_shape_of(c, zp);
-	zp = onnx_chk(c, vtpu_g_convert(c->g, zp, VTPU_F32));
-	if (zp >= 0 && row && sz.rank == 1 && sx.rank >= 2) {
-		t[0] = sz.dims[0], t[1] = 1;
-		zp = onnx_reshape(c, zp, 2, t);
-	}
-	return zp < 0 ? zp : onnx_binary(c, VTPU_SUB, x, zp);
-}
-
-/*
  * MatMulInteger: (A - a_zero_point)(B - b_zero_point) in int32, of 8-bit
  * integers (the device's s32). The products and sums run in f32: exact
  * while every partial sum stays below 2^24 in magnitude, which any K up
@@ -286,33 +260,11 @@ int onnx_op_matmul_integer(struct ctx *c, node_t *n, const struct opdef *d)
 	if (onnx_shape_of(c, a).type != VTPU_S32 ||
 	    onnx_shape_of(c, b).type != VTPU_S32)
 		return onnx_fail(c, "wants integer A and B");
-	a = less_zero_point(c, n, a, 2, true);
-	b = less_zero_point(c, n, b, 3, false);
+	a = onnx_less_zero_point(c, n, a, 2, -2);
+	b = onnx_less_zero_point(c, n, b, 3, -1);
 	y = a < 0 || b < 0 ? -EINVAL : onnx_matmul(c, a, b);
 	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
 	return onnx_out(c, n, 0, y);
-}
-
-/*
- * Scale input @i of @n in f32, as less_zero_point() lays out a zero
- * point: a scalar, one per row of A (@row) or one per column of B.
- */
-static int scale_of(struct ctx *c, node_t *n, size_t i, int like, bool row)
-{
-	struct vtpu_shape sl = onnx_shape_of(c, like), ss;
-	int v = onnx_in(c, n, i);
-	int64_t t[2];
-
-	if (v < 0)
-		return v;
-	ss = onnx_shape_of(c, v);
-	if (ss.type != VTPU_F32)
-		v = onnx_chk(c, vtpu_g_convert(c->g, v, VTPU_F32));
-	if (v >= 0 && row && ss.rank == 1 && sl.rank >= 2) {
-		t[0] = ss.dims[0], t[1] = 1;
-		v = onnx_reshape(c, v, 2, t);
-	}
-	return v;
 }
 
 /*
@@ -330,11 +282,13 @@ int onnx_op_qlinear_matmul(struct ctx *c, node_t *n, const struct opdef *d)
 	if (onnx_shape_of(c, a).type != VTPU_S32 ||
 	    onnx_shape_of(c, b).type != VTPU_S32)
 		return onnx_fail(c, "wants integer a and b");
-	m = onnx_binary(c, VTPU_MUL, scale_of(c, n, 1, a, true),
-			scale_of(c, n, 4, b, false));
-	m = m < 0 ? m : onnx_binary(c, VTPU_DIV, m, scale_of(c, n, 6, a, false));
-	a = less_zero_point(c, n, a, 2, true);
-	b = less_zero_point(c, n, b, 5, false);
+	/* per tensor, or per row of A and per column of B */
+	m = onnx_binary(c, VTPU_MUL, onnx_per_axis_in(c, n, 1, a, -2),
+			onnx_per_axis_in(c, n, 4, b, -1));
+	m = m < 0 ? m : onnx_binary(c, VTPU_DIV, m,
+				    onnx_per_axis_in(c, n, 6, a, -1));
+	a = onnx_less_zero_point(c, n, a, 2, -2);
+	b = onnx_less_zero_point(c, n, b, 5, -1);
 	y = a < 0 || b < 0 ? -EINVAL : onnx_matmul(c, a, b);
 	return onnx_out(c, n, 0, onnx_requantize(c, n, y, m, 7));
 }

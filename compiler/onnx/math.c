@@ -830,13 +830,14 @@ int onnx_op_celu(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /* @v, a scalar or (@axis of @like) per-channel 1-D value, to @like's rank. */
-static int per_axis(struct ctx *c, int v, int like, int64_t axis)
+int onnx_per_axis(struct ctx *c, int v, int like, int64_t axis)
 {
 	struct vtpu_shape s = onnx_shape_of(c, like), sv = onnx_shape_of(c, v);
 	int64_t dims[R];
 	int ax;
 
-	if (v < 0 || sv.rank == 0 || (sv.rank == 1 && sv.dims[0] == 1))
+	if (v < 0 || sv.rank == 0 || (sv.rank == 1 && sv.dims[0] == 1) ||
+	    (sv.rank == s.rank && s.rank > 1))
 		return v;
 	ax = onnx_axis_norm(c, axis, s.rank);
 	if (ax < 0 || sv.rank != 1 || sv.dims[0] != s.dims[ax])
@@ -855,6 +856,34 @@ static int to_f32(struct ctx *c, int v)
 }
 
 /*
+ * Input @i of @n (a scale or zero point) in f32, laid along @axis of
+ * @like as onnx_per_axis() lays it; -ENOENT when the input is absent.
+ */
+int onnx_per_axis_in(struct ctx *c, node_t *n, size_t i, int like,
+		     int64_t axis)
+{
+	if (!onnx_has_in(n, i))
+		return -ENOENT;
+	return onnx_per_axis(c, to_f32(c, onnx_in(c, n, i)), like, axis);
+}
+
+/*
+ * Integer @x in f32 less its zero point, input @i of @n if given: a
+ * scalar, or one per index of @axis (the integer operators' per-row,
+ * per-column or per-output-channel zero points).
+ */
+int onnx_less_zero_point(struct ctx *c, node_t *n, int x, size_t i,
+			 int64_t axis)
+{
+	int zp = onnx_per_axis_in(c, n, i, x, axis);
+
+	x = to_f32(c, x);
+	if (zp == -ENOENT || x < 0)
+		return x;
+	return zp < 0 ? zp : onnx_binary(c, VTPU_SUB, x, zp);
+}
+
+/*
  * QuantizeLinear (arg 0): saturate(round(x / scale) + zero point), half
  * to even, into the zero point's range (uint8 unless it is int8);
  * DequantizeLinear (arg 1): (x - zero point) scale. The integers are the
@@ -864,7 +893,7 @@ int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d)
 {
 	int x = onnx_in(c, n, 0), y, zp = -1;
 	int64_t axis = onnx_attr_i(n, "axis", 1);
-	int scale = per_axis(c, to_f32(c, onnx_in(c, n, 1)), x, axis);
+	int scale = onnx_per_axis(c, to_f32(c, onnx_in(c, n, 1)), x, axis);
 	double lo = 0, hi = 255;
 
 	if (x < 0 || scale < 0)
@@ -878,7 +907,7 @@ int onnx_op_quantize(struct ctx *c, node_t *n, const struct opdef *d)
 			 v->c->otype != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
 			return onnx_fail(c, "unsupported zero point type %s",
 					 onnx_type_name(v->c->otype));
-		zp = per_axis(c, to_f32(c, onnx_in(c, n, 2)), x, axis);
+		zp = onnx_per_axis(c, to_f32(c, onnx_in(c, n, 2)), x, axis);
 		if (zp < 0)
 			return -EINVAL;
 	}

@@ -700,42 +700,13 @@ int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
- * @x (8-bit integers, the device's s32) less zero point input @i of @n
- * if given, in f32: a scalar, or for the weights (@per_out) one per
- * output channel.
- */
-static int shifted(struct ctx *c, node_t *n, int x, size_t i, bool per_out)
-{
-	struct vtpu_shape sx = onnx_shape_of(c, x), sz;
-	int64_t t[R];
-	int zp;
-
-	x = x < 0 ? x : onnx_chk(c, vtpu_g_convert(c->g, x, VTPU_F32));
-	if (x < 0 || !onnx_has_in(n, i))
-		return x;
-	zp = onnx_in(c, n, i);
-	sz = onnx_shape_of(c, zp);
-	zp = zp < 0 ? zp : onnx_chk(c, vtpu_g_convert(c->g, zp, VTPU_F32));
-	if (zp >= 0 && sz.rank == 1 && sz.dims[0] > 1) {
-		if (!per_out || sz.dims[0] != sx.dims[0])
-			return onnx_fail(c, "zero point %zu: a scalar%s", i,
-					 per_out ? " or one per output channel" : "");
-		t[0] = sz.dims[0];
-		for (int j = 1; j < sx.rank; j++)
-			t[j] = 1;
-		zp = onnx_reshape(c, zp, sx.rank, t);
-	}
-	return zp < 0 ? zp : onnx_binary(c, VTPU_SUB, x, zp);
-}
-
-/*
  * QLinearConv: ConvInteger's exact sums plus the int32 bias, times
  * x_scale w_scale / y_scale (w_scale a scalar or one per output
  * channel), rounded half to even, plus y's zero point, saturated.
  */
 int onnx_op_qlinear_conv(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 3), y, m, ws, map[1] = { 1 };
+	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 3), y, m, map[1] = { 1 };
 	struct vtpu_shape sk;
 
 	(void)d;
@@ -745,7 +716,8 @@ int onnx_op_qlinear_conv(struct ctx *c, node_t *n, const struct opdef *d)
 	    onnx_shape_of(c, k).type != VTPU_S32)
 		return onnx_fail(c, "wants integer x and w");
 	sk = onnx_shape_of(c, k);
-	y = conv_of(c, n, shifted(c, n, x, 2, false), shifted(c, n, k, 5, true));
+	y = conv_of(c, n, onnx_less_zero_point(c, n, x, 2, -1),
+		    onnx_less_zero_point(c, n, k, 5, 0));
 	if (y >= 0 && onnx_has_in(n, 8)) {
 		int b = onnx_in(c, n, 8);
 
@@ -757,18 +729,13 @@ int onnx_op_qlinear_conv(struct ctx *c, node_t *n, const struct opdef *d)
 				onnx_shape_of(c, y).rank, onnx_shape_of(c, y).dims, map));
 		y = b < 0 ? b : onnx_binary(c, VTPU_ADD, y, b);
 	}
-	ws = onnx_in(c, n, 4);
-	if (ws >= 0 && onnx_shape_of(c, ws).type != VTPU_F32)
-		ws = onnx_chk(c, vtpu_g_convert(c->g, ws, VTPU_F32));
-	if (ws >= 0 && onnx_shape_of(c, ws).rank == 1 &&
-	    onnx_shape_of(c, ws).dims[0] > 1 && y >= 0) {
-		if (onnx_shape_of(c, ws).dims[0] != sk.dims[0])
-			return onnx_fail(c, "w_scale: a scalar or one per output channel");
-		ws = onnx_chk(c, vtpu_g_broadcast(c->g, ws, onnx_shape_of(c, y).rank,
-						  onnx_shape_of(c, y).dims, map));
-	}
-	m = onnx_binary(c, VTPU_MUL, onnx_in(c, n, 1), ws);
-	m = m < 0 ? m : onnx_binary(c, VTPU_DIV, m, onnx_in(c, n, 6));
+	if (y < 0)
+		return y;
+	/* w_scale per tensor or per output channel: y's axis 1 */
+	m = onnx_binary(c, VTPU_MUL, onnx_per_axis_in(c, n, 1, y, 1),
+			onnx_per_axis_in(c, n, 4, y, 1));
+	m = m < 0 ? m : onnx_binary(c, VTPU_DIV, m,
+				    onnx_per_axis_in(c, n, 6, y, 1));
 	return onnx_out(c, n, 0, onnx_requantize(c, n, y, m, 7));
 }
 
@@ -788,7 +755,8 @@ int onnx_op_conv_integer(struct ctx *c, node_t *n, const struct opdef *d)
 	if (onnx_shape_of(c, x).type != VTPU_S32 ||
 	    onnx_shape_of(c, k).type != VTPU_S32)
 		return onnx_fail(c, "wants integer x and w");
-	y = conv_of(c, n, shifted(c, n, x, 2, false), shifted(c, n, k, 3, true));
+	y = conv_of(c, n, onnx_less_zero_point(c, n, x, 2, -1),
+		    onnx_less_zero_point(c, n, k, 3, 0));
 	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));
 	return onnx_out(c, n, 0, y);
 }
@@ -1215,6 +1183,32 @@ int onnx_op_batchnorm(struct ctx *c, node_t *n, const struct opdef *d)
 }
 
 /*
+ * x - mean over @na axes (in *@dx) and the mean of its squares, reduced
+ * (the return value); @keep gets the axes not reduced, *@nk of them.
+ */
+static int centred(struct ctx *c, int x, int na, const int *axes, int *dx,
+		   int *keep, int *nk)
+{
+	struct vtpu_shape s = onnx_shape_of(c, x);
+	bool red[R] = { false };
+	int mean, var;
+
+	for (int i = 0; i < na; i++)
+		red[axes[i]] = true;
+	*nk = 0;
+	for (int i = 0; i < s.rank; i++)
+		if (!red[i])
+			keep[(*nk)++] = i;
+	mean = onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, x, na, axes));
+	mean = mean < 0 ? mean : onnx_chk(c, vtpu_g_broadcast(c->g, mean, s.rank,
+							      s.dims, keep));
+	*dx = mean < 0 ? mean : onnx_chk(c, vtpu_g_binary(c->g, VTPU_SUB, x, mean));
+	var = *dx < 0 ? *dx : onnx_chk(c, vtpu_g_binary(c->g, VTPU_MUL, *dx, *dx));
+	return var < 0 ? var : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP,
+							 var, na, axes));
+}
+
+/*
  * (x - mean) * rsqrt(var + eps) over @na axes; @stats (optional)
  * receives the reduced mean and rsqrt(var + eps).
  */
@@ -1222,21 +1216,8 @@ static int normalize(struct ctx *c, int x, int na, const int *axes, float eps,
 		     int *stats)
 {
 	struct vtpu_shape s = onnx_shape_of(c, x);
-	int keep[R], nk = 0, mean, var, dx;
-	bool red[R] = { false };
+	int keep[R], nk, dx, var = centred(c, x, na, axes, &dx, keep, &nk);
 
-	for (int i = 0; i < na; i++)
-		red[axes[i]] = true;
-	for (int i = 0; i < s.rank; i++)
-		if (!red[i])
-			keep[nk++] = i;
-	mean = onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, x, na, axes));
-	mean = mean < 0 ? mean : onnx_chk(c, vtpu_g_broadcast(c->g, mean, s.rank,
-							      s.dims, keep));
-	dx = mean < 0 ? mean : onnx_chk(c, vtpu_g_binary(c->g, VTPU_SUB, x, mean));
-	var = dx < 0 ? dx : onnx_chk(c, vtpu_g_binary(c->g, VTPU_MUL, dx, dx));
-	var = var < 0 ? var : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, var,
-							na, axes));
 	var = var < 0 ? var : onnx_binary(c, VTPU_ADD, var, onnx_splat(c, eps, var));
 	var = var < 0 ? var : onnx_chk(c, vtpu_g_unary(c->g, VTPU_RSQRT, var));
 	if (stats && var >= 0) {
@@ -1317,7 +1298,7 @@ int onnx_op_instnorm(struct ctx *c, node_t *n, const struct opdef *d)
  */
 int onnx_op_mvn(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = onnx_in(c, n, 0), axes[R], keep[R], nk = 0, na, mean, dx, sd;
+	int x = onnx_in(c, n, 0), axes[R], keep[R], nk, na, dx, sd;
 	int64_t ax[R] = { 0, 2, 3 };
 	bool red[R] = { false };
 	struct vtpu_shape s;
@@ -1337,16 +1318,7 @@ int onnx_op_mvn(struct ctx *c, node_t *n, const struct opdef *d)
 			return onnx_fail(c, "axis %lld named twice", (long long)ax[i]);
 		red[axes[i]] = true;
 	}
-	for (int i = 0; i < s.rank; i++)
-		if (!red[i])
-			keep[nk++] = i;
-	mean = onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, x, na, axes));
-	mean = mean < 0 ? mean : onnx_chk(c, vtpu_g_broadcast(c->g, mean, s.rank,
-							      s.dims, keep));
-	dx = mean < 0 ? mean : onnx_binary(c, VTPU_SUB, x, mean);
-	sd = dx < 0 ? dx : onnx_binary(c, VTPU_MUL, dx, dx);
-	sd = sd < 0 ? sd : onnx_chk(c, vtpu_g_reduce(c->g, VTPU_REDUCE_MEAN_OP, sd,
-						     na, axes));
+	sd = centred(c, x, na, axes, &dx, keep, &nk);
 	sd = sd < 0 ? sd : onnx_chk(c, vtpu_g_unary(c->g, VTPU_SQRT, sd));
 	sd = sd < 0 ? sd : onnx_binary(c, VTPU_ADD, sd, onnx_splat(c, 1e-9, sd));
 	sd = sd < 0 ? sd : onnx_chk(c, vtpu_g_broadcast(c->g, sd, s.rank, s.dims,

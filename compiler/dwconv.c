@@ -40,6 +40,8 @@ struct dw {
 	int64_t Wq;		/* columns of a plane's row: Wp / sw */
 	int64_t cc, ohb;	/* channels and output rows per band */
 	int64_t ohb_max;	/* at most: a band per lane when bands are few */
+	int64_t lanes, images;
+	int64_t nb;		/* bands of rows, when split among lanes */
 	uint32_t rmask, cmask;	/* phases the taps read */
 	int nplanes;
 	struct loc x, w, out;
@@ -94,8 +96,47 @@ static bool fits(const struct dw *d, int64_t cc, int64_t ohb)
 }
 
 /*
+ * Bands go to the lanes in runs, in the order chunk of channels, image,
+ * band of rows, and a kernel takes as long as its busiest lane: 28 rows
+ * in bands of 13 gave one lane 26 rows and the other 2; 576 channels in
+ * chunks of 256 gave one 512 and the other 64. So, split among lanes,
+ * the work is cut in equal parts, a multiple of the lanes:
+ * - chunks of channels, when they and the images are at least as many
+ *   as the lanes; each lane then reads whole channels, as the matmul of
+ *   a 1x1 convolution before it wrote them, splitting its rows;
+ * - else bands of rows, whose heights differ by one row at most.
+ * Smaller chunks and bands still fit.
+ */
+static void even_bands(struct dw *d)
+{
+	int64_t chunks = cdiv(d->C, d->cc), nb;
+
+	if (d->lanes < 2)
+		return;
+	if (chunks * d->images >= d->lanes) {
+		while (chunks < d->C && chunks * d->images % d->lanes)
+			chunks++;
+		d->cc = cdiv(d->C, chunks);
+		nb = 1;
+	} else {
+		nb = cdiv(d->OH, d->ohb);
+		while (nb < d->OH && chunks * d->images * nb % d->lanes)
+			nb++;
+	}
+	d->nb = nb > cdiv(d->OH, d->ohb) ? nb : cdiv(d->OH, d->ohb);
+	d->ohb = cdiv(d->OH, d->nb);
+}
+
+/* Band @i's first output row: bands of rows differing by one at most. */
+static int64_t band_row(const struct dw *d, int64_t i)
+{
+	return d->nb ? i * d->OH / d->nb : i * d->ohb;
+}
+
+/*
  * The largest band that fits: as many channels as a band of one output
- * row allows (at most 256), then as many output rows.
+ * row allows (at most 256), then as many output rows, evened out among
+ * lanes.
  */
 static int pick(struct dw *d)
 {
@@ -108,6 +149,7 @@ static int pick(struct dw *d)
 	d->ohb = 1;
 	while (d->ohb < d->ohb_max && fits(d, d->cc, d->ohb + 1))
 		d->ohb++;
+	even_bands(d);
 	d->acc = 0;
 	d->wraw = d->acc + d->cc * wide(d, d->ohb);
 	d->planes = d->wraw + d->cc * d->taps;
@@ -242,7 +284,7 @@ void gen_dwconv(struct cg *c, int v)
 		.x = loc_of(c, nd->in[0]), .w = loc_of(c, nd->in[1]),
 		.out = loc_of(c, v),
 	};
-	int64_t n, c0, cc, oh0, ohb, es = dt_size(d.w.dt), i;
+	int64_t n, c0, cc, oh0, ohb, band, es = dt_size(d.w.dt), i;
 	int64_t items, item = 0, wc0 = -1;
 	uint32_t lane, wlane = UINT32_MAX, lanes;
 
@@ -276,15 +318,18 @@ void gen_dwconv(struct cg *c, int v)
 	d.ohb_max = d.OH;
 	if (lanes > 1 && cdiv(d.C, 256) * xs->dims[0] < lanes)
 		d.ohb_max = cdiv(d.OH, lanes);
+	d.lanes = lanes;
+	d.images = xs->dims[0];
 	if (pick(&d))
 		return;
-	items = lanes > 1 ? cdiv(d.C, d.cc) * xs->dims[0] * cdiv(d.OH, d.ohb) :
-		1;
+	items = lanes > 1 ? cdiv(d.C, d.cc) * xs->dims[0] * d.nb : 1;
 	for (c0 = 0; c0 < d.C; c0 += d.cc) {
 		cc = d.C - c0 < d.cc ? d.C - c0 : d.cc;
 		for (n = 0; n < xs->dims[0]; n++)
-			for (oh0 = 0; oh0 < d.OH; oh0 += d.ohb) {
-				ohb = d.OH - oh0 < d.ohb ? d.OH - oh0 : d.ohb;
+			for (band = 0; (oh0 = band_row(&d, band)) < d.OH;
+			     band++) {
+				ohb = band_row(&d, band + 1) - oh0;
+				ohb = d.OH - oh0 < ohb ? d.OH - oh0 : ohb;
 				lane = emit_lane_of(&c->e, item++, items);
 				emit_lane(&c->e, lane);
 				/* the chunk's weights: channel a row, tap a column */

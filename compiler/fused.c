@@ -914,6 +914,61 @@ static int64_t next_cand(int64_t t, int64_t dim)
 }
 
 #define MM_VIEW_SPLITS	64
+#define MM_LANE_SPLITS	8
+
+/*
+ * Adds to the @n candidates in @t the sizes that cut @dim into p *
+ * @lanes equal tiles (p up to MM_LANE_SPLITS, rounded up to 8 elements,
+ * at most @lim): split among lanes, powers of two alone often leave a
+ * remainder tile that makes one lane do more than its share (784 pixels
+ * in tiles of 256 give the lanes 512 and 272). Returns the new count.
+ */
+static int mm_even(int64_t dim, int64_t lanes, int64_t lim, int64_t *t, int n)
+{
+	int64_t c;
+	int p, i;
+
+	for (p = 1; lanes > 1 && p <= MM_LANE_SPLITS; p++) {
+		c = cdiv(cdiv(dim, p * lanes), 8) * 8;
+		if (c >= dim || c > lim)
+			continue;
+		for (i = 0; i < n && t[i] != c; i++)
+			;
+		if (i == n)
+			t[n++] = c;
+	}
+	return n;
+}
+
+/*
+ * The busiest lane's share of C's elements, times the lanes: 1 when each
+ * lane gets as much as the others. Tiles go to lanes in runs, in the
+ * order gen_matmul() emits them; past a few thousand tiles the runs are
+ * long enough that counting tiles is as good.
+ */
+static double mm_lane_load(const struct mm_shape *s, int64_t tm, int64_t tn,
+			   int64_t lanes)
+{
+	int64_t mt = cdiv(s->m, tm), nt = cdiv(s->n, tn);
+	int64_t tiles = s->b * mt * nt, i, r, c, sum = 0, most = 0;
+	uint32_t lane = 0, l;
+
+	if (tiles > 4096)
+		return (double)cdiv(tiles, lanes) * lanes / tiles;
+	for (i = 0; i < tiles; i++) {
+		r = s->m - i / nt % mt * tm;
+		c = s->n - i % nt * tn;
+		l = (uint32_t)(i * lanes / tiles);
+		if (l != lane) {
+			most = sum > most ? sum : most;
+			sum = 0;
+			lane = l;
+		}
+		sum += (r < tm ? r : tm) * (c < tn ? c : tn);
+	}
+	most = sum > most ? sum : most;
+	return (double)most * lanes / ((double)s->b * s->m * s->n);
+}
 
 /*
  * Candidate widths of C tiles: powers of two up to the MXU's, and,
@@ -922,7 +977,8 @@ static int64_t next_cand(int64_t t, int64_t dim)
  * allows (the MATMULs split it), since every tile costs a DMA per run
  * it cuts. Returns how many, each with the DMAs a row of B takes.
  */
-static int mm_widths(const struct mm_shape *s, int64_t *tn, int64_t *dmas)
+static int mm_widths(const struct mm_shape *s, int64_t lanes, int64_t *tn,
+		     int64_t *dmas)
 {
 	int64_t t, w = s->bv ? s->bv->g.w : 1, lim;
 	int n = 0, p, i;
@@ -938,6 +994,7 @@ static int mm_widths(const struct mm_shape *s, int64_t *tn, int64_t *dmas)
 		if (i == n && t <= lim)
 			tn[n++] = t;
 	}
+	n = mm_even(s->n, lanes, s->bv ? lim : CG_MM_DIM, tn, n);
 	for (i = 0; i < n; i++)
 		dmas[i] = s->bv ? bview_dmas(s, tn[i]) : 0;
 	return n;
@@ -946,41 +1003,48 @@ static int mm_widths(const struct mm_shape *s, int64_t *tn, int64_t *dmas)
 /*
  * The tiles that score best. Split among lanes (gen_fused() left
  * c->e.lanes above 1), a kernel takes the time of its busiest lane: a
- * score grows by the share of lanes left idle, and tiles fewer than the
- * lanes are a last resort (the biggest tile alone would keep one core
- * busy and the others waiting at the BARRIER).
+ * score grows with that lane's share of C (mm_lane_load()), and tiles
+ * fewer than the lanes are a last resort (the biggest tile alone would
+ * keep one core busy and the others waiting at the BARRIER).
  */
 static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best)
 {
-	int64_t V = k->c->vmem / 4, tm, tk, tn[64 + MM_VIEW_SPLITS];
-	int64_t dmas[64 + MM_VIEW_SPLITS], lanes = k->c->e.lanes, tiles;
-	int nw = mm_widths(s, tn, dmas), i, few;
-	double sc, bs = 0;
+	int64_t V = k->c->vmem / 4, tk, tm[64 + MM_LANE_SPLITS];
+	int64_t tn[64 + MM_VIEW_SPLITS + MM_LANE_SPLITS];
+	int64_t dmas[64 + MM_VIEW_SPLITS + MM_LANE_SPLITS];
+	int64_t lanes = k->c->e.lanes, tiles, t;
+	int nw = mm_widths(s, lanes, tn, dmas), nh = 0, i, j, few;
+	double sc, bs = 0, load = 1;
 	int found = 0;
 
+	for (t = 1; t; t = next_cand(t, s->m))
+		tm[nh++] = t;
+	nh = mm_even(s->m, lanes, CG_MM_DIM, tm, nh);
 	for (few = 0; few < 2 && !found; few++)
-	for (tm = 1; tm; tm = next_cand(tm, s->m))
-		for (i = 0; i < nw; i++)
+	for (j = 0; j < nh; j++)
+		for (i = 0; i < nw; i++) {
+			tiles = s->b * cdiv(s->m, tm[j]) * cdiv(s->n, tn[i]);
+			if (lanes > 1 && !few && tiles < lanes)
+				continue;
+			if (lanes > 1)
+				load = mm_lane_load(s, tm[j], tn[i], lanes);
 			for (tk = 1; tk; tk = next_cand(tk, s->k)) {
-				if (k->nslots * tm * tn[i] + tm * tk +
-				    tk * tn[i] > V || tm * tn[i] > CG_TILE_ELEMS)
+				if (k->nslots * tm[j] * tn[i] + tm[j] * tk +
+				    tk * tn[i] > V ||
+				    tm[j] * tn[i] > CG_TILE_ELEMS)
 					continue;
-				tiles = s->b * cdiv(s->m, tm) * cdiv(s->n, tn[i]);
-				if (lanes > 1 && !few && tiles < lanes)
-					continue;
-				sc = mm_score(s, tm, tn[i], tk,
-					      2 * k->nn + k->next, dmas[i]);
-				if (lanes > 1)
-					sc *= (double)cdiv(tiles, lanes) * lanes /
-					      tiles;
+				sc = mm_score(s, tm[j], tn[i], tk,
+					      2 * k->nn + k->next, dmas[i]) *
+				     load;
 				if (!found || sc < bs) {
 					bs = sc;
-					best->tm = tm;
+					best->tm = tm[j];
 					best->tn = tn[i];
 					best->tk = tk;
 					found = 1;
 				}
 			}
+		}
 	return found ? 0 : cg_fail(k->c, ENOSPC, "matmul: VMEM too small for %d slots",
 				   k->nslots);
 }

@@ -940,34 +940,81 @@ static int mm_even(int64_t dim, int64_t lanes, int64_t lim, int64_t *t, int n)
 	return n;
 }
 
+/* What one lane's run of C tiles holds (mm_lane_split()). */
+struct mm_lane {
+	double rows, rows_m;	/* rows of tiles it enters, their rows of C */
+	double tiles, m, n;	/* C tiles; the sums of their rows, columns */
+};
+
 /*
- * The busiest lane's share of C's elements, times the lanes: 1 when each
- * lane gets as much as the others. Tiles go to lanes in runs, in the
- * order gen_matmul() emits them; past a few thousand tiles the runs are
- * long enough that counting tiles is as good.
+ * Fills @ln[0..@lanes) from C's tiles of @tm by @tn, which go to the
+ * lanes in runs, in the order gen_matmul() emits them. Returns false
+ * past a few thousand tiles, where the runs are long and even.
  */
-static double mm_lane_load(const struct mm_shape *s, int64_t tm, int64_t tn,
-			   int64_t lanes)
+static bool mm_lane_split(const struct mm_shape *s, int64_t tm, int64_t tn,
+			  int64_t lanes, struct mm_lane *ln)
 {
 	int64_t mt = cdiv(s->m, tm), nt = cdiv(s->n, tn);
-	int64_t tiles = s->b * mt * nt, i, r, c, sum = 0, most = 0;
+	int64_t tiles = s->b * mt * nt, i, r, c, row = -1;
 	uint32_t lane = 0, l;
 
 	if (tiles > 4096)
-		return (double)cdiv(tiles, lanes) * lanes / tiles;
+		return false;
+	memset(ln, 0, lanes * sizeof(*ln));
 	for (i = 0; i < tiles; i++) {
 		r = s->m - i / nt % mt * tm;
+		r = r < tm ? r : tm;
 		c = s->n - i % nt * tn;
+		c = c < tn ? c : tn;
 		l = (uint32_t)(i * lanes / tiles);
 		if (l != lane) {
-			most = sum > most ? sum : most;
-			sum = 0;
 			lane = l;
+			row = -1;
 		}
-		sum += (r < tm ? r : tm) * (c < tn ? c : tn);
+		if (i / nt != row) {
+			ln[l].rows++;
+			ln[l].rows_m += r;
+		}
+		row = i / nt;
+		ln[l].tiles++;
+		ln[l].m += r;
+		ln[l].n += c;
 	}
-	most = sum > most ? sum : most;
-	return (double)most * lanes / ((double)s->b * s->m * s->n);
+	return true;
+}
+
+/*
+ * mm_score() of the busiest lane, for a kernel split among @lanes: a
+ * kernel takes as long as its busiest lane. Each lane loads A again
+ * where its run enters a row of tiles: splitting the columns of a
+ * narrow C (a late layer's few pixels) makes every lane load all of A,
+ * splitting its rows gives each half. Tiles at C's edges cost their
+ * share of bytes. Without @ln (many tiles), the whole score's share.
+ */
+static double mm_lane_score(const struct mm_shape *s, int64_t tm, int64_t tn,
+			    int64_t tk, int epi, double bdmas, int64_t lanes,
+			    const struct mm_lane *ln)
+{
+	double nt = cdiv(s->n, tn), nk = cdiv(s->k, tk), tiles, cost, most = 0;
+	double mx = cdiv(tn, CG_MM_DIM);
+	int64_t l;
+
+	if (!ln) {
+		tiles = s->b * cdiv(s->m, tm) * nt;
+		return mm_score(s, tm, tn, tk, epi, bdmas) *
+		       cdiv((int64_t)tiles, lanes) / tiles;
+	}
+	for (l = 0; l < lanes; l++) {
+		/* A: once a row of tiles when K is whole, else every tile */
+		cost = nk > 1 ? ln[l].tiles * nk * 1024 + ln[l].m * nk * tk * 4 :
+		       ln[l].rows * 1024 + ln[l].rows_m * tk * 4;
+		/* B: a DMA per K step, or a view's DMAs per row of B */
+		cost += ln[l].tiles * (s->bv ? s->k * bdmas / nt : nk) * 1024 +
+			ln[l].n * nk * tk * 4;
+		cost += ln[l].tiles * (nk * mx + epi) * 1024;
+		most = cost > most ? cost : most;
+	}
+	return most;
 }
 
 /*
@@ -1002,10 +1049,10 @@ static int mm_widths(const struct mm_shape *s, int64_t lanes, int64_t *tn,
 
 /*
  * The tiles that score best. Split among lanes (gen_fused() left
- * c->e.lanes above 1), a kernel takes the time of its busiest lane: a
- * score grows with that lane's share of C (mm_lane_load()), and tiles
- * fewer than the lanes are a last resort (the biggest tile alone would
- * keep one core busy and the others waiting at the BARRIER).
+ * c->e.lanes above 1), a kernel takes the time of its busiest lane
+ * (mm_lane_score()), and tiles fewer than the lanes are a last resort
+ * (the biggest tile alone would keep one core busy and the others
+ * waiting at the BARRIER).
  */
 static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best)
 {
@@ -1014,7 +1061,9 @@ static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best
 	int64_t dmas[64 + MM_VIEW_SPLITS + MM_LANE_SPLITS];
 	int64_t lanes = k->c->e.lanes, tiles, t;
 	int nw = mm_widths(s, lanes, tn, dmas), nh = 0, i, j, few;
-	double sc, bs = 0, load = 1;
+	struct mm_lane ln[VTPU_MAX_LANES];
+	bool split = false;
+	double sc, bs = 0;
 	int found = 0;
 
 	for (t = 1; t; t = next_cand(t, s->m))
@@ -1027,15 +1076,19 @@ static int mm_pick(struct fk *k, const struct mm_shape *s, struct mm_tiles *best
 			if (lanes > 1 && !few && tiles < lanes)
 				continue;
 			if (lanes > 1)
-				load = mm_lane_load(s, tm[j], tn[i], lanes);
+				split = mm_lane_split(s, tm[j], tn[i], lanes, ln);
 			for (tk = 1; tk; tk = next_cand(tk, s->k)) {
 				if (k->nslots * tm[j] * tn[i] + tm[j] * tk +
 				    tk * tn[i] > V ||
 				    tm[j] * tn[i] > CG_TILE_ELEMS)
 					continue;
-				sc = mm_score(s, tm[j], tn[i], tk,
-					      2 * k->nn + k->next, dmas[i]) *
-				     load;
+				sc = lanes > 1 ?
+				     mm_lane_score(s, tm[j], tn[i], tk,
+						   2 * k->nn + k->next,
+						   dmas[i], lanes,
+						   split ? ln : NULL) :
+				     mm_score(s, tm[j], tn[i], tk,
+					      2 * k->nn + k->next, dmas[i]);
 				if (!found || sc < bs) {
 					bs = sc;
 					best->tm = tm[j];

@@ -573,10 +573,13 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 
 	pthread_mutex_lock(&h->exec_lock);
 	host_pool_start(h);
+	/*
+	 * On the core's clock from here, as on vtpu.ko, whose core wakes its
+	 * helpers and clears its VMEM inside the job's running time.
+	 */
+	start = rt_now_ns();
 	if (h->pool && prog->info.lanes > 1)
 		host_pool_poke(h->pool);
-	/* On the core's clock, as vtpu.ko's core clears its VMEM. */
-	start = rt_now_ns();
 	vtpu_prog_clear_vmem(&prog->info, h->vmem);
 	vtpu_exec_init(e, &prog->info, eb, h->vmem);
 	if (h->isa < VTPU_EXEC_ISA_NR)

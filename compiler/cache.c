@@ -133,19 +133,18 @@ static void h_node(XXH3_state_t *st, const struct ir_graph *g,
 	h_attrs(st, g, n);
 }
 
-void graph_hash(const struct ir_graph *g, const struct vtpu_device_params *dev,
-		const struct vtpu_compile_options *opts, uint64_t out[2])
+/* The compiler, device and options: what a program depends on but input. */
+static void h_context(XXH3_state_t *st, const char *what,
+		      const struct vtpu_device_params *dev,
+		      const struct vtpu_compile_options *opts)
 {
-	XXH3_state_t state, *st = &state;
-	XXH128_hash_t h;
-	int i;
+	static const char id[] = "vtpu-compiler " VTPU_COMPILER_VERSION " "
+				 VTPU_COMPILER_BUILD;
 
 	XXH3_INITSTATE(st);
 	XXH3_128bits_reset(st);
-	XXH3_128bits_update(st, "vtpu-compiler " VTPU_COMPILER_VERSION " "
-			    VTPU_COMPILER_BUILD,
-			    sizeof("vtpu-compiler " VTPU_COMPILER_VERSION " "
-				   VTPU_COMPILER_BUILD));
+	XXH3_128bits_update(st, id, sizeof(id));
+	XXH3_128bits_update(st, what, strlen(what) + 1);
 	h_u64(st, dev->vmem_size);
 	h_u64(st, dev->num_cores);
 	h_u64(st, dev->hbm_size);
@@ -153,15 +152,86 @@ void graph_hash(const struct ir_graph *g, const struct vtpu_device_params *dev,
 	h_f64(st, dev->bytes_per_ns);
 	/* dump and dump_file change no code */
 	h_u64(st, opts ? !!opts->no_fusion : 0);
+}
+
+static void h_digest(XXH3_state_t *st, uint64_t out[2])
+{
+	XXH128_hash_t h = XXH3_128bits_digest(st);
+
+	out[0] = h.low64;
+	out[1] = h.high64;
+}
+
+void graph_hash(const struct ir_graph *g, const struct vtpu_device_params *dev,
+		const struct vtpu_compile_options *opts, uint64_t out[2])
+{
+	XXH3_state_t state, *st = &state;
+	int i;
+
+	h_context(st, "graph", dev, opts);
 	h_u64(st, g->n);
 	h_u64(st, g->nparams);
 	for (i = 0; i < g->n; i++)
 		h_node(st, g, &g->nodes[i]);
 	h_u64(st, g->nout);
 	h_ints(st, g->outputs, g->nout);
-	h = XXH3_128bits_digest(st);
-	out[0] = h.low64;
-	out[1] = h.high64;
+	h_digest(st, out);
+}
+
+/*
+ * Elements of @b's values: prod(dims) when the rank and dims are ones
+ * the parser accepts, else -1 (then nothing is hashed: the parse says
+ * what is wrong).
+ */
+static int64_t binding_elems(const struct vtpu_onnx_binding *b)
+{
+	int64_t n = 1;
+	int i;
+
+	if (b->rank < 0 || b->rank > VTPU_MAX_RANK)
+		return b->rank < 0 && !b->values && !b->fvalues ? 0 : -1;
+	for (i = 0; i < b->rank; i++) {
+		if (b->dims[i] < 0 || (b->dims[i] && n > (1ll << 40) / b->dims[i]))
+			return -1;
+		n *= b->dims[i];
+	}
+	return n;
+}
+
+int onnx_source_hash(const void *data, size_t len,
+		     const struct vtpu_onnx_binding *b, int n, bool values,
+		     const struct vtpu_device_params *dev,
+		     const struct vtpu_compile_options *opts, uint64_t out[2])
+{
+	XXH3_state_t state, *st = &state;
+	int64_t elems, k;
+	int i;
+
+	if (n < 0 || (n && !b))
+		return -EINVAL;
+	h_context(st, values ? "onnx with values" : "onnx", dev, opts);
+	h_u64(st, len);
+	XXH3_128bits_update(st, data, len);
+	h_u64(st, (uint64_t)n);
+	for (i = 0; i < n; i++) {
+		elems = binding_elems(&b[i]);
+		if (elems < 0 || !b[i].name)
+			return -EINVAL;
+		h_u64(st, strlen(b[i].name));
+		XXH3_128bits_update(st, b[i].name, strlen(b[i].name));
+		h_u64(st, (uint64_t)(int64_t)b[i].rank);
+		h_i64s(st, b[i].dims, b[i].rank > 0 ? b[i].rank : 0);
+		if (!values)
+			continue;
+		h_u64(st, !!b[i].values);
+		for (k = 0; b[i].values && k < elems; k++)
+			h_u64(st, (uint64_t)b[i].values[k]);
+		h_u64(st, !!b[i].fvalues);
+		for (k = 0; b[i].fvalues && k < elems; k++)
+			h_f64(st, b[i].fvalues[k]);
+	}
+	h_digest(st, out);
+	return 0;
 }
 
 /* ---- programs: copy and (de)serialise ----------------------------------- */
@@ -403,9 +473,16 @@ struct cache_entry {
 	uint64_t used;			/* tick of the last use */
 };
 
+/* A source's graph key (vtpu_cache_get_source()). */
+struct cache_source {
+	uint64_t src[2], key[2];
+	uint64_t used;			/* tick of the last use; 0: free */
+};
+
 struct vtpu_cache {
 	pthread_mutex_t lock;		/* Protects everything below. */
 	struct cache_entry *mem;
+	struct cache_source *srcs;	/* as many as @mem */
 	size_t nmem;
 	uint64_t tick;
 	char *dir;			/* NULL: no disk */
@@ -741,14 +818,16 @@ struct vtpu_cache *vtpu_cache_new(size_t mem_entries, const char *dir)
 		return NULL;
 	c->nmem = mem_entries;
 	c->mem = calloc(mem_entries ? mem_entries : 1, sizeof(*c->mem));
+	c->srcs = calloc(mem_entries ? mem_entries : 1, sizeof(*c->srcs));
 	if (!dir)
 		c->dir = default_dir();
 	else if (*dir)
 		c->dir = strdup(dir);
-	if (!c->mem || (dir && *dir && !c->dir) ||
+	if (!c->mem || !c->srcs || (dir && *dir && !c->dir) ||
 	    pthread_mutex_init(&c->lock, NULL)) {
 		free(c->dir);
 		free(c->mem);
+		free(c->srcs);
 		free(c);
 		return NULL;
 	}
@@ -766,6 +845,7 @@ void vtpu_cache_free(struct vtpu_cache *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->dir);
 	free(c->mem);
+	free(c->srcs);
 	free(c);
 }
 
@@ -819,6 +899,151 @@ int vtpu_cache_put(struct vtpu_cache *c, const uint64_t key[2],
 		mem_insert(c, key, copy);
 	if (c->dir)
 		ret = disk_put(c, key, p);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* ---- sources ------------------------------------------------------------ */
+
+/*
+ * A disk source entry is <dir>/<src as 32 hex digits>.src, 48 bytes:
+ * magic "VTPUSRC\0", src[0], src[1], key[0], key[1], then XXH3-64 of the
+ * 40 bytes before it; all little-endian. Like a program entry, one that
+ * does not check out is a miss and goes.
+ */
+#define SOURCE_SIZE	48
+static const char source_magic[8] = "VTPUSRC";
+
+static struct cache_source *src_find(struct vtpu_cache *c,
+				     const uint64_t src[2])
+{
+	size_t i;
+
+	for (i = 0; i < c->nmem; i++)
+		if (c->srcs[i].used && c->srcs[i].src[0] == src[0] &&
+		    c->srcs[i].src[1] == src[1])
+			return &c->srcs[i];
+	return NULL;
+}
+
+static void src_insert(struct vtpu_cache *c, const uint64_t src[2],
+		       const uint64_t key[2])
+{
+	struct cache_source *e = src_find(c, src), *v = NULL;
+	size_t i;
+
+	/* else a free slot (used 0), or the least recently used */
+	for (i = 0; !e && i < c->nmem; i++)
+		if (!v || c->srcs[i].used < v->used)
+			v = &c->srcs[i];
+	e = e ? e : v;
+	if (!e)
+		return;
+	e->src[0] = src[0];
+	e->src[1] = src[1];
+	e->key[0] = key[0];
+	e->key[1] = key[1];
+	e->used = ++c->tick;
+}
+
+static int disk_get_source(struct vtpu_cache *c, const uint64_t src[2],
+			   uint64_t key[2])
+{
+	char *path = entry_path(c, src, "", ".src");
+	unsigned char b[SOURCE_SIZE + 1];
+	ssize_t n = -1;
+	int fd;
+
+	if (!path)
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(path);
+		return -ENOENT;
+	}
+	n = read(fd, b, sizeof(b));
+	close(fd);
+	if (n != SOURCE_SIZE || memcmp(b, source_magic, 8) ||
+	    hdr_get(b, 8, 8) != src[0] || hdr_get(b, 16, 8) != src[1] ||
+	    hdr_get(b, 40, 8) != XXH3_64bits(b, 40)) {
+		c->st.corrupt++;
+		unlink(path);
+		free(path);
+		return -ENOENT;
+	}
+	key[0] = hdr_get(b, 24, 8);
+	key[1] = hdr_get(b, 32, 8);
+	free(path);
+	return 0;
+}
+
+static int disk_put_source(struct vtpu_cache *c, const uint64_t src[2],
+			   const uint64_t key[2])
+{
+	char *path = entry_path(c, src, "", ".src");
+	char *tmp = entry_path(c, src, ".", ".XXXXXX");
+	unsigned char b[SOURCE_SIZE];
+	int fd, ret = -ENOMEM;
+
+	if (!path || !tmp)
+		goto out;
+	ret = mkdir_p(c->dir);
+	if (ret)
+		goto out;
+	memcpy(b, source_magic, 8);
+	hdr_put64(b, 8, src[0]);
+	hdr_put64(b, 16, src[1]);
+	hdr_put64(b, 24, key[0]);
+	hdr_put64(b, 32, key[1]);
+	hdr_put64(b, 40, XXH3_64bits(b, 40));
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = write_all(fd, b, sizeof(b));
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+out:
+	free(tmp);
+	free(path);
+	return ret;
+}
+
+int vtpu_cache_get_source(struct vtpu_cache *c, const uint64_t src[2],
+			  uint64_t key[2])
+{
+	struct cache_source *e;
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	e = src_find(c, src);
+	if (e) {
+		e->used = ++c->tick;
+		key[0] = e->key[0];
+		key[1] = e->key[1];
+	} else {
+		ret = c->dir ? disk_get_source(c, src, key) : -ENOENT;
+		if (!ret)
+			src_insert(c, src, key);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int vtpu_cache_put_source(struct vtpu_cache *c, const uint64_t src[2],
+			  const uint64_t key[2])
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	src_insert(c, src, key);
+	if (c->dir)
+		ret = disk_put_source(c, src, key);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }

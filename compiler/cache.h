@@ -16,11 +16,24 @@
 #ifndef VTPU_CACHE_H
 #define VTPU_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "vtpu_compiler.h"
 
 /* The API is public: see vtpu_compiler.h. */
+
+/*
+ * The source key of an ONNX model's bytes @data bound by @b (vtpu_
+ * compile_onnx()): the bindings' names and dims, their values too when
+ * @values, with the compiler, device and options, as graph_hash() keys a
+ * graph. -EINVAL when a binding's values cannot be counted (the parse
+ * then says why): nothing is cached by source.
+ */
+int onnx_source_hash(const void *data, size_t len,
+		     const struct vtpu_onnx_binding *b, int n, bool values,
+		     const struct vtpu_device_params *dev,
+		     const struct vtpu_compile_options *opts, uint64_t out[2]);
 
 #endif /* VTPU_CACHE_H */

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "plan.h"
 #include "vtpu_prog.h"
@@ -612,18 +613,37 @@ int codegen(struct ir_graph *g, const struct vtpu_device_params *dev,
 struct weights_hdr {
 	uint64_t refs;
 	uint64_t size;
-	uint64_t pad[6];
+	uint64_t mapped;	/* bytes mmap()ed, header included; 0: calloc() */
+	uint64_t pad[5];
 };
+
+/*
+ * From 2 MiB, weights get a mapping of their own in huge pages: filling
+ * hundreds of MB (codegen, a cache hit's read) otherwise takes a page
+ * fault every 4 KiB, which in a VM costs more than the copy.
+ */
+#define WEIGHTS_HUGE	(2u << 20)
 
 void *weights_alloc(uint64_t size)
 {
 	struct weights_hdr *h;
+	size_t len;
 
 	if (size > SIZE_MAX - sizeof(*h))
 		return NULL;
-	h = calloc(1, sizeof(*h) + size);
-	if (!h)
-		return NULL;
+	len = sizeof(*h) + size;
+	if (len < WEIGHTS_HUGE) {
+		h = calloc(1, len);
+		if (!h)
+			return NULL;
+	} else {
+		h = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (h == MAP_FAILED)
+			return NULL;
+		madvise(h, len, MADV_HUGEPAGE);	/* a hint: 4 KiB pages do too */
+		h->mapped = len;
+	}
 	h->refs = 1;
 	h->size = size;
 	return h + 1;
@@ -643,9 +663,14 @@ const void *weights_get(const void *w)
 
 void weights_put(const void *w)
 {
-	if (w && !__atomic_sub_fetch(&weights_hdr(w)->refs, 1,
-				     __ATOMIC_ACQ_REL))
-		free(weights_hdr(w));
+	struct weights_hdr *h = w ? weights_hdr(w) : NULL;
+
+	if (!h || __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (h->mapped)
+		munmap(h, h->mapped);
+	else
+		free(h);
 }
 
 void vtpu_program_free(struct vtpu_program *p)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "ir.h"
 
 struct pipeline {
@@ -42,16 +43,17 @@ static int after(struct pipeline *p, const char *pass, int ret)
 			goto fail;					\
 	} while (0)
 
-int vtpu_compile(const struct vtpu_graph *graph,
-		 const struct vtpu_device_params *dev,
-		 const struct vtpu_compile_options *opts,
-		 struct vtpu_program **out, char *err, size_t errlen)
+/* vtpu_compile(); with a cache, the graph's key in @key. */
+static int compile_keyed(const struct vtpu_graph *graph,
+			 const struct vtpu_device_params *dev,
+			 const struct vtpu_compile_options *opts,
+			 struct vtpu_program **out, char *err, size_t errlen,
+			 uint64_t key[2])
 {
 	struct vtpu_compile_options none = { 0 };
 	struct pipeline p = { .err = err, .errlen = errlen };
 	struct vtpu_program *prog = NULL;
 	struct plan_stats plan = { 0 };
-	uint64_t key[2];
 	int ret;
 
 	if (!opts)
@@ -109,5 +111,72 @@ int vtpu_compile(const struct vtpu_graph *graph,
 fail:
 	vtpu_graph_free((struct vtpu_graph *)p.g);
 	vtpu_program_free(prog);
+	return ret;
+}
+
+int vtpu_compile(const struct vtpu_graph *graph,
+		 const struct vtpu_device_params *dev,
+		 const struct vtpu_compile_options *opts,
+		 struct vtpu_program **out, char *err, size_t errlen)
+{
+	uint64_t key[2];
+
+	return compile_keyed(graph, dev, opts, out, err, errlen, key);
+}
+
+/*
+ * The program of a source seen before, without parsing it. A source's
+ * key leaves the bound values out, since few models read them; one that
+ * did maps to zeros, and the key with the values names its graph.
+ */
+static int source_get(struct vtpu_cache *cache, const void *data, size_t len,
+		      const struct vtpu_onnx_binding *b, int n,
+		      const struct vtpu_device_params *dev,
+		      const struct vtpu_compile_options *opts,
+		      const uint64_t src[2], struct vtpu_program **out)
+{
+	uint64_t key[2], srcv[2];
+
+	if (vtpu_cache_get_source(cache, src, key))
+		return -ENOENT;
+	if (!key[0] && !key[1] &&
+	    (onnx_source_hash(data, len, b, n, true, dev, opts, srcv) ||
+	     vtpu_cache_get_source(cache, srcv, key)))
+		return -ENOENT;
+	/* a source whose program has gone is parsed and compiled anew */
+	return vtpu_cache_get(cache, key, out);
+}
+
+int vtpu_compile_onnx(const void *data, size_t len,
+		      const struct vtpu_onnx_binding *bindings, int n,
+		      const struct vtpu_device_params *dev,
+		      const struct vtpu_compile_options *opts,
+		      struct vtpu_program **out, char *err, size_t errlen)
+{
+	static const uint64_t by_values[2];
+	struct vtpu_cache *cache = opts ? opts->cache : NULL;
+	uint64_t src[2], srcv[2], key[2];
+	struct vtpu_graph *g;
+	bool by_source, used = false;
+	int ret;
+
+	by_source = cache && !onnx_source_hash(data, len, bindings, n, false,
+					       dev, opts, src);
+	if (by_source && !source_get(cache, data, len, bindings, n, dev, opts,
+				     src, out))
+		return 0;
+	ret = onnx_parse_bound(data, len, bindings, n, &g, &used, err, errlen);
+	if (ret)
+		return ret;
+	ret = compile_keyed(g, dev, opts, out, err, errlen, key);
+	vtpu_graph_free(g);
+	/* a cache that cannot store still leaves a good program */
+	if (!ret && by_source && !used)
+		vtpu_cache_put_source(cache, src, key);
+	if (!ret && by_source && used &&
+	    !onnx_source_hash(data, len, bindings, n, true, dev, opts, srcv)) {
+		vtpu_cache_put_source(cache, src, by_values);
+		vtpu_cache_put_source(cache, srcv, key);
+	}
 	return ret;
 }

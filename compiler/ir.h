@@ -373,6 +373,16 @@ void cost_model(const struct ir_graph *g, const struct vtpu_device_params *dev,
 
 /* ---- cache.c: the compile cache ------------------------------------------ */
 
+/*
+ * vtpu_onnx_parse_bound(), and whether a bound input's values served
+ * where the model needed a constant (@values_used): when not, the
+ * graph is the same whatever values were bound.
+ */
+int onnx_parse_bound(const void *data, size_t len,
+		     const struct vtpu_onnx_binding *bindings, int n,
+		     struct vtpu_graph **out, bool *values_used, char *err,
+		     size_t errlen);
+
 /* 128-bit content hash of the canonical graph, options, device, version. */
 void graph_hash(const struct ir_graph *g, const struct vtpu_device_params *dev,
 		const struct vtpu_compile_options *opts, uint64_t out[2]);

@@ -113,9 +113,18 @@ static int index_op_names(struct vtpu_client *c, struct vtpu_executable *e)
 	return 0;
 }
 
-int vtpu_executable_compile(struct vtpu_client *c,
-			    const struct vtpu_graph *g,
-			    struct vtpu_executable **out_exe)
+/* What to compile: a graph, or an ONNX model's bytes and bindings. */
+struct source {
+	const struct vtpu_graph *g;
+	const void *data;
+	size_t len;
+	const struct vtpu_onnx_binding *b;
+	int n;
+	const char *what;	/* for messages: "compile", "onnx" */
+};
+
+static int compile_source(struct vtpu_client *c, const struct source *src,
+			  struct vtpu_executable **out_exe)
 {
 	struct vtpu_compile_options opts = { 0 };
 	struct vtpu_cache_stats before, after;
@@ -124,22 +133,19 @@ int vtpu_executable_compile(struct vtpu_client *c,
 	char err[256] = "";
 	int ret;
 
-	if (!RT_LIVE(c, RT_KIND_CLIENT))
-		return rt_bad_arg(c, __func__, "not a client");
-	if (!out_exe)
-		return rt_bad_arg(c, __func__, "no out_exe");
-	*out_exe = NULL;
-	if (!g)
-		return rt_set_error(c, EINVAL, "compile: no graph");
 	opts.cache = c->cache;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rt_set_error(c, ENOMEM, "out of memory");
 	vtpu_cache_stats(c->cache, &before);
-	ret = vtpu_compile(g, &c->params, &opts, &e->prog, err, sizeof(err));
+	ret = src->g ? vtpu_compile(src->g, &c->params, &opts, &e->prog, err,
+				    sizeof(err)) :
+		vtpu_compile_onnx(src->data, src->len, src->b, src->n,
+				  &c->params, &opts, &e->prog, err,
+				  sizeof(err));
 	if (ret) {
 		free(e);
-		return rt_set_error(c, -ret, "compile: %s",
+		return rt_set_error(c, -ret, "%s: %s", src->what,
 				    *err ? err : strerror(-ret));
 	}
 	vtpu_cache_stats(c->cache, &after);
@@ -158,6 +164,43 @@ int vtpu_executable_compile(struct vtpu_client *c,
 	compile_event(c, e->prog, start, after.hits > before.hits);
 	*out_exe = e;
 	return 0;
+}
+
+int vtpu_executable_compile(struct vtpu_client *c,
+			    const struct vtpu_graph *g,
+			    struct vtpu_executable **out_exe)
+{
+	struct source src = { .g = g, .what = "compile" };
+
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_exe)
+		return rt_bad_arg(c, __func__, "no out_exe");
+	*out_exe = NULL;
+	if (!g)
+		return rt_set_error(c, EINVAL, "compile: no graph");
+	return compile_source(c, &src, out_exe);
+}
+
+int vtpu_executable_compile_onnx(struct vtpu_client *c, const void *data,
+				 size_t len, const struct vtpu_onnx_binding *b,
+				 int n, struct vtpu_executable **out_exe)
+{
+	struct source src = {
+		.data = data, .len = len, .b = b, .n = n, .what = "onnx",
+	};
+
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, __func__, "not a client");
+	if (!out_exe)
+		return rt_bad_arg(c, __func__, "no out_exe");
+	*out_exe = NULL;
+	if (!data)
+		return rt_set_error(c, EINVAL, "onnx: no data");
+	if (n < 0 || (n && !b))
+		return rt_set_error(c, EINVAL, "onnx: %d bindings at %p", n,
+				    (const void *)b);
+	return compile_source(c, &src, out_exe);
 }
 
 static bool hlo_module_name(const char *text, size_t len, char *out,

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,191 @@ static int graph_info(const Onnx__GraphProto *g, struct vtpu_model_info *m)
 	return 0;
 }
 
+/*
+ * The signature without the weights. Unpacking a whole ModelProto
+ * copies every initializer's bytes (seconds for a model of hundreds of
+ * MB), and the signature needs only the graph's inputs, outputs and the
+ * initializers' names. So the protobuf wire format is walked, and a
+ * small ModelProto written of just those: a graph (field 7) of its
+ * inputs (11) and outputs (12) as they are, and each initializer (5) and
+ * sparse initializer (15, its values 1) cut to its name (8).
+ */
+struct wire {
+	const uint8_t *p, *end;
+};
+
+struct out {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static bool varint(struct wire *w, uint64_t *v)
+{
+	int shift;
+
+	*v = 0;
+	for (shift = 0; shift < 64 && w->p < w->end; shift += 7) {
+		uint8_t b = *w->p++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* The next field: its number, wire type and, for type 2, its bytes. */
+static bool field(struct wire *w, uint32_t *num, int *type, struct wire *body)
+{
+	uint64_t key, n;
+
+	if (!varint(w, &key) || key >> 32)
+		return false;
+	*num = (uint32_t)(key >> 3);
+	*type = key & 7;
+	body->p = w->p;
+	switch (*type) {
+	case 0:
+		return varint(w, &n);
+	case 1:
+	case 5:
+		n = *type == 1 ? 8 : 4;
+		break;
+	case 2:
+		if (!varint(w, &n))
+			return false;
+		body->p = w->p;
+		break;
+	default:	/* groups: not in ONNX */
+		return false;
+	}
+	if (n > (uint64_t)(w->end - w->p))
+		return false;
+	w->p += n;
+	body->end = w->p;
+	return true;
+}
+
+static void put(struct out *o, const void *data, size_t n)
+{
+	if (o->oom || n > SIZE_MAX / 2 - o->len)
+		return (void)(o->oom = true);
+	if (o->len + n > o->cap) {
+		size_t cap = (o->len + n) * 2 + 64;
+		uint8_t *p = realloc(o->p, cap);
+
+		if (!p)
+			return (void)(o->oom = true);
+		o->p = p;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, data, n);
+	o->len += n;
+}
+
+static void put_varint(struct out *o, uint64_t v)
+{
+	uint8_t b[10];
+	int n = 0;
+
+	do {
+		b[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	put(o, b, n);
+}
+
+/* A length-delimited field @num holding @n bytes. */
+static void put_bytes(struct out *o, uint32_t num, const void *data, size_t n)
+{
+	put_varint(o, (uint64_t)num << 3 | 2);
+	put_varint(o, n);
+	put(o, data, n);
+}
+
+/* TensorProto @t cut to its name, as field @num of @o. */
+static bool put_name_only(struct out *o, uint32_t num, struct wire t)
+{
+	struct wire body, name = { NULL, NULL };
+	struct out m = { 0 };
+	uint32_t f;
+	int type;
+
+	while (t.p < t.end) {
+		if (!field(&t, &f, &type, &body))
+			return false;
+		if (f == 8 && type == 2)
+			name = body;
+	}
+	if (name.p)
+		put_bytes(&m, 8, name.p, name.end - name.p);
+	put_bytes(o, num, m.p ? m.p : (const uint8_t *)"", m.len);
+	o->oom |= m.oom;
+	free(m.p);
+	return true;
+}
+
+static bool slim_graph(struct out *o, struct wire g)
+{
+	struct wire body, sb;
+	struct out sp;
+	uint32_t f, sf;
+	int type, st;
+
+	while (g.p < g.end) {
+		if (!field(&g, &f, &type, &body))
+			return false;
+		if (type != 2)
+			continue;
+		if (f == 11 || f == 12) {
+			put_bytes(o, f, body.p, body.end - body.p);
+		} else if (f == 5) {
+			if (!put_name_only(o, 5, body))
+				return false;
+		} else if (f == 15) {
+			memset(&sp, 0, sizeof(sp));
+			while (body.p < body.end) {
+				if (!field(&body, &sf, &st, &sb))
+					return false;
+				if (sf == 1 && st == 2 && !put_name_only(&sp, 1, sb))
+					return false;
+			}
+			put_bytes(o, 15, sp.p ? sp.p : (const uint8_t *)"", sp.len);
+			o->oom |= sp.oom;
+			free(sp.p);
+		}
+	}
+	return true;
+}
+
+/* The slim ModelProto, or NULL (malformed, or out of memory). */
+static Onnx__ModelProto *slim_model(const void *data, size_t len)
+{
+	struct wire w = { data, (const uint8_t *)data + len }, body;
+	struct out g = { 0 }, m = { 0 };
+	Onnx__ModelProto *mp = NULL;
+	bool ok = true, graph = false;
+	uint32_t f;
+	int type;
+
+	while (ok && w.p < w.end) {
+		ok = field(&w, &f, &type, &body);
+		if (ok && f == 7 && type == 2) {
+			ok = slim_graph(&g, body);
+			graph = true;
+		}
+	}
+	if (ok && graph && !g.oom) {
+		put_bytes(&m, 7, g.p ? g.p : (const uint8_t *)"", g.len);
+		if (!m.oom)
+			mp = onnx__model_proto__unpack(NULL, m.len, m.p);
+	}
+	free(g.p);
+	free(m.p);
+	return mp;
+}
+
 int vtpu_model_info(const void *data, size_t len,
 		    struct vtpu_model_info **out, char *err, size_t errlen)
 {
@@ -121,7 +307,10 @@ int vtpu_model_info(const void *data, size_t len,
 		return -EINVAL;
 	}
 	*out = NULL;
-	mp = onnx__model_proto__unpack(NULL, len, data);
+	/* what does not walk unpacks whole, to say what is wrong */
+	mp = slim_model(data, len);
+	if (!mp)
+		mp = onnx__model_proto__unpack(NULL, len, data);
 	if (!mp || !mp->graph) {
 		if (mp)
 			onnx__model_proto__free_unpacked(mp, NULL);

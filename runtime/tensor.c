@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "onnx.pb-c.h"
 #include "vtpu.h"
@@ -293,6 +294,17 @@ int vtpu_read_file(const char *path, void **out, size_t *len)
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0) {
 		rewind(f);
 		buf = malloc(n + 1);
+		/*
+		 * A model of hundreds of MB: huge pages for the whole pages
+		 * inside the buffer (malloc() maps one that big on its own),
+		 * or reading it takes a page fault every 4 KiB.
+		 */
+		if (buf && n >= (2l << 20)) {
+			uintptr_t a = ((uintptr_t)buf + 4095) & ~(uintptr_t)4095;
+
+			madvise((void *)a, ((uintptr_t)buf + n - a) & ~(uintptr_t)4095,
+				MADV_HUGEPAGE);
+		}
 		if (!buf) {
 			ret = -ENOMEM;
 		} else if (fread(buf, 1, n, f) == (size_t)n) {

@@ -340,32 +340,39 @@ static int save_npy(const char *path, const void *data,
 }
 
 /*
- * Bindings for vtpu_onnx_parse_bound(): the i-th input file binds the
- * i-th graph input that is not an initializer (or the one its name
- * names), its dims (they fill symbolic ones) and its values (they may
- * be a shape, scales or the like, which the model needs at compile
- * time).
+ * Compiles with bindings (vtpu_onnx_parse_bound()): the i-th input file
+ * binds the i-th graph input that is not an initializer (or the one its
+ * name names), its dims (they fill symbolic ones) and its values (they
+ * may be a shape, scales or the like, which the model needs at compile
+ * time). The compile cache finds bytes and bindings it has seen without
+ * parsing them. Returns 0, or -1 with the message printed.
  */
-static int parse_onnx(const void *buf, size_t len, const struct vtpu_tensor *in,
-		      int nin, struct vtpu_graph **g, char *err, size_t errlen)
+static int compile_onnx(struct vtpu_client *c, const char *path,
+			const void *buf, size_t len,
+			const struct vtpu_tensor *in, int nin,
+			struct vtpu_executable **exe)
 {
 	struct vtpu_onnx_binding b[MAX_IO];
 	struct vtpu_model_info *m = NULL;
 	void *vals = NULL;
+	char err[512];
 	int nb = 0, ret;
 
 	/* Bytes that do not decode: vtpu_onnx_parse_bound() will say why. */
 	if (!vtpu_model_info(buf, len, &m, NULL, 0)) {
-		nb = vtpu_model_bind(m, in, nin, b, &vals, err, errlen);
+		nb = vtpu_model_bind(m, in, nin, b, &vals, err, sizeof(err));
 		if (nb < 0) {
 			vtpu_model_info_free(m);
-			return nb;
+			fprintf(stderr, "vtpu-run: %s: %s\n", path, err);
+			return -1;
 		}
 	}
-	ret = vtpu_onnx_parse_bound(buf, len, b, nb, g, err, errlen);
+	ret = vtpu_executable_compile_onnx(c, buf, len, b, nb, exe);
 	free(vals);
 	vtpu_model_info_free(m);
-	return ret;
+	if (ret)
+		fprintf(stderr, "vtpu-run: %s: %s\n", path, vtpu_client_error(c));
+	return ret ? -1 : 0;
 }
 
 /*
@@ -391,8 +398,6 @@ static int compile_model(struct vtpu_client *c, const char *path,
 			 const struct vtpu_tensor *in, int nin,
 			 struct vtpu_executable **exe, int *onnx)
 {
-	struct vtpu_graph *g = NULL;
-	char err[512];
 	size_t len;
 	void *buf;
 	int ret = vtpu_read_file(path, &buf, &len);
@@ -402,17 +407,11 @@ static int compile_model(struct vtpu_client *c, const char *path,
 			       strerror(-ret)), -1;
 	*onnx = is_onnx(path, buf, len);
 	if (*onnx) {
-		ret = parse_onnx(buf, len, in, nin, &g, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "vtpu-run: %s: %s\n", path, err);
-			free(buf);
-			return -1;
-		}
-		ret = vtpu_executable_compile(c, g, exe);
-		vtpu_graph_free(g);
-	} else {
-		ret = vtpu_executable_compile_hlo(c, buf, len, exe);
+		ret = compile_onnx(c, path, buf, len, in, nin, exe);
+		free(buf);
+		return ret;
 	}
+	ret = vtpu_executable_compile_hlo(c, buf, len, exe);
 	free(buf);
 	if (ret)
 		fprintf(stderr, "vtpu-run: %s: %s\n", path, vtpu_client_error(c));

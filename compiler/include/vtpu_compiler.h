@@ -321,6 +321,19 @@ int vtpu_compile(const struct vtpu_graph *g,
 		 const struct vtpu_device_params *dev,
 		 const struct vtpu_compile_options *opts,
 		 struct vtpu_program **out, char *err, size_t errlen);
+
+/*
+ * vtpu_onnx_parse_bound() and vtpu_compile() in one, through the compile
+ * cache's sources when @opts has a cache: the same bytes and bindings
+ * compiled before (by any process sharing the cache's directory) give
+ * their program without being parsed again, which for a model of
+ * hundreds of MB of weights is most of a compile.
+ */
+int vtpu_compile_onnx(const void *data, size_t len,
+		      const struct vtpu_onnx_binding *bindings, int n,
+		      const struct vtpu_device_params *dev,
+		      const struct vtpu_compile_options *opts,
+		      struct vtpu_program **out, char *err, size_t errlen);
 void vtpu_program_free(struct vtpu_program *p);
 
 /* ---- the compile cache ------------------------------------------------ */
@@ -362,6 +375,18 @@ int vtpu_cache_get(struct vtpu_cache *c, const uint64_t key[2],
 int vtpu_cache_put(struct vtpu_cache *c, const uint64_t key[2],
 		   const struct vtpu_program *p);
 void vtpu_cache_stats(const struct vtpu_cache *c, struct vtpu_cache_stats *st);
+/*
+ * Sources: the key of a compile's input as it came (an ONNX model's
+ * bytes and bindings, vtpu_compile_onnx()) names the key of the graph it
+ * parsed to, so compiling the same bytes again finds the program without
+ * parsing them. Kept beside the programs, in memory and on disk. get: 0
+ * and the graph's key in @key, or -ENOENT. put: 0, or -errno when the
+ * disk write failed.
+ */
+int vtpu_cache_get_source(struct vtpu_cache *c, const uint64_t src[2],
+			  uint64_t key[2]);
+int vtpu_cache_put_source(struct vtpu_cache *c, const uint64_t src[2],
+			  const uint64_t key[2]);
 
 
 /* Disassembles a program, one instruction a line. */

@@ -67,6 +67,7 @@ struct ctx {
 	bool folding;		/* building a node on host constants (fold.c) */
 	const struct vtpu_onnx_binding *bind;	/* vtpu_onnx_parse_bound() */
 	int nbind;
+	bool bound_used;	/* a bound input's values served as a constant */
 };
 
 typedef const Onnx__NodeProto node_t;

@@ -90,7 +90,7 @@ static int build_body(struct ctx *c, const Onnx__GraphProto *gp)
 }
 
 /* Whether value @v is known at compile time; its truth in *@t. */
-static bool known_bool(const struct val *v, bool *t)
+static bool known_bool(struct ctx *c, const struct val *v, bool *t)
 {
 	const struct cval *cv = v->c ? v->c : v->b;
 	double x = 0;
@@ -114,6 +114,7 @@ static bool known_bool(const struct val *v, bool *t)
 		return false;
 	}
 	*t = x != 0;
+	c->bound_used |= !v->c;
 	return true;
 }
 
@@ -156,7 +157,7 @@ int onnx_op_if(struct ctx *c, node_t *n, const struct opdef *d)
 		if (g[k]->n_output != n->n_output)
 			return onnx_fail(c, "a branch has %zu outputs, If %zu",
 					 g[k]->n_output, n->n_output);
-	if (known_bool(&cond, &t)) {
+	if (known_bool(c, &cond, &t)) {
 		if (build_body(c, g[t]))
 			return -EINVAL;
 		for (size_t i = 0; i < n->n_output; i++) {
@@ -593,7 +594,7 @@ int onnx_op_loop(struct ctx *c, node_t *n, const struct opdef *d)
 	if (onnx_has_in(n, 1)) {
 		if (get_val(c, n->input[1], &v))
 			return -EINVAL;
-		known = known_bool(&v, &cond);
+		known = known_bool(c, &v, &cond);
 		if (!known && (running = pred_of(c, n->input[1])) < 0)
 			return -EINVAL;
 	}
@@ -654,7 +655,7 @@ int onnx_op_loop(struct ctx *c, node_t *n, const struct opdef *d)
 			if ((scan[i][it] = onnx_value(c, g->output[1 + nv + i]->name)) < 0)
 				goto out;
 		if (known) {
-			known = known_bool(&cv, &cond);
+			known = known_bool(c, &cv, &cond);
 			if (!known && (running = pred_of(c, g->output[0]->name)) < 0)
 				goto out;
 		} else {

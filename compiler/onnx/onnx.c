@@ -601,6 +601,17 @@ int vtpu_onnx_parse_bound(const void *data, size_t len,
 			  const struct vtpu_onnx_binding *bindings, int n,
 			  struct vtpu_graph **out, char *err, size_t errlen)
 {
+	bool used;
+
+	return onnx_parse_bound(data, len, bindings, n, out, &used, err,
+				errlen);
+}
+
+int onnx_parse_bound(const void *data, size_t len,
+		     const struct vtpu_onnx_binding *bindings, int n,
+		     struct vtpu_graph **out, bool *values_used, char *err,
+		     size_t errlen)
+{
 	struct ctx c = { .node = -1, .err = err, .errlen = errlen,
 			 .bind = bindings, .nbind = n };
 	Onnx__ModelProto *m;
@@ -642,6 +653,7 @@ int vtpu_onnx_parse_bound(const void *data, size_t len,
 			return ret == -EBADR ? -EINVAL : ret;
 		return -EOPNOTSUPP;
 	}
+	*values_used = c.bound_used;
 	*out = c.g;
 	return 0;
 }

@@ -167,8 +167,10 @@ const struct cval *onnx_cin(struct ctx *c, node_t *n, size_t i,
 	}
 	v = onnx_lookup(c, n->input[i]);
 	/* A bound input's values serve where a constant is required. */
-	if (v && !v->c && v->b)
+	if (v && !v->c && v->b) {
+		c->bound_used = true;
 		return v->b;
+	}
 	if (!v || !v->c) {
 		onnx_fail(c, "%s '%s' is not constant (it must be an initializer or a Constant)",
 			  what, n->input[i]);

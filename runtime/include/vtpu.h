@@ -207,6 +207,15 @@ int vtpu_executable_compile(struct vtpu_client *c,
 /* Parses and compiles XLA HLO text. */
 int vtpu_executable_compile_hlo(struct vtpu_client *c, const char *text,
 				size_t len, struct vtpu_executable **out_exe);
+/*
+ * Parses and compiles an ONNX model's bytes bound by @b (see
+ * vtpu_onnx_parse_bound()), through the compile cache by source
+ * (vtpu_compile_onnx()): compiling the same bytes again, in this process
+ * or another sharing the cache's directory, does not parse them.
+ */
+int vtpu_executable_compile_onnx(struct vtpu_client *c, const void *data,
+				 size_t len, const struct vtpu_onnx_binding *b,
+				 int n, struct vtpu_executable **out_exe);
 /* Unloads it from every device and frees it. */
 void vtpu_executable_destroy(struct vtpu_executable *e);
 /*

@@ -403,6 +403,156 @@ TEST_F(disk, missing_file_is_plain_miss)
 	ASSERT_EQ(0, st.corrupt);
 }
 
+/* Sources: k2 names k1 in memory, then from the directory alone. */
+TEST_F(disk, source_names_its_key_in_memory_and_on_disk)
+{
+	struct vtpu_cache *c = vtpu_cache_new(4, self->dir);
+	struct vtpu_cache_stats st;
+	uint64_t key[2] = { 0, 0 };
+	char path[160];
+
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(-ENOENT, vtpu_cache_get_source(c, k2, key));
+	ASSERT_EQ(0, vtpu_cache_put_source(c, k2, k1));
+	ASSERT_EQ(0, vtpu_cache_get_source(c, k2, key));
+	EXPECT_TRUE(key_eq(key, k1));
+	EXPECT_EQ(-ENOENT, vtpu_cache_get_source(c, k3, key));
+	vtpu_cache_free(c);
+
+	c = vtpu_cache_new(4, self->dir);
+	ASSERT_NE(NULL, c);
+	memset(key, 0, sizeof(key));
+	ASSERT_EQ(0, vtpu_cache_get_source(c, k2, key));
+	EXPECT_TRUE(key_eq(key, k1));
+	vtpu_cache_stats(c, &st);
+	EXPECT_EQ(0, st.corrupt);
+	vtpu_cache_free(c);
+	snprintf(path, sizeof(path), "%s/%016llx%016llx.src", self->dir,
+		 (unsigned long long)k2[1], (unsigned long long)k2[0]);
+	EXPECT_EQ(0, unlink(path));
+}
+
+/* A damaged source entry is a counted miss, and goes. */
+TEST_F(disk, flipped_source_byte_is_corrupt_miss)
+{
+	struct vtpu_cache *c = vtpu_cache_new(0, self->dir);
+	struct vtpu_cache_stats st;
+	uint64_t key[2];
+	char path[160];
+	struct stat sb;
+	int off;
+
+	ASSERT_NE(NULL, c);
+	snprintf(path, sizeof(path), "%s/%016llx%016llx.src", self->dir,
+		 (unsigned long long)k2[1], (unsigned long long)k2[0]);
+	for (off = 0; off < 48; off += 13) {
+		ASSERT_EQ(0, vtpu_cache_put_source(c, k2, k1));
+		ASSERT_EQ(0, flip_byte(path, off));
+		EXPECT_EQ(-ENOENT, vtpu_cache_get_source(c, k2, key))
+			TH_LOG("byte %d", off);
+		EXPECT_NE(0, stat(path, &sb)) TH_LOG("byte %d", off);
+	}
+	vtpu_cache_stats(c, &st);
+	EXPECT_EQ(4, st.corrupt);
+	vtpu_cache_free(c);
+}
+
+#define DATA	"/usr/share/libonnx-testdata/data/"
+
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	void *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0) {
+		rewind(f);
+		buf = malloc(n);
+		if (buf && fread(buf, n, 1, f) != 1) {
+			free(buf);
+			buf = NULL;
+		}
+		*len = n;
+	}
+	fclose(f);
+	return buf;
+}
+
+/*
+ * vtpu_compile_onnx() finds a model's bytes by their source key without
+ * parsing them: the source of the Relu test, pointed at the Abs test's
+ * program, gives the Abs program (the bytes are never looked at). The
+ * key leaves out the bound values unless the model read them: Reshape's
+ * shape, bound to two shapes, gives two programs, and each again.
+ */
+TEST(compile_onnx_finds_sources_without_parsing)
+{
+	struct vtpu_cache *c = vtpu_cache_new(8, "");
+	struct vtpu_compile_options o = { .cache = c };
+	struct vtpu_program *p = NULL, *q = NULL;
+	struct vtpu_cache_stats st;
+	size_t rlen = 0, alen = 0, slen = 0;
+	void *relu = slurp(DATA "node/test_relu/model.onnx", &rlen);
+	void *abs = slurp(DATA "node/test_abs/model.onnx", &alen);
+	void *rs = slurp(DATA "node/test_reshape_reordered_all_dims/model.onnx",
+			 &slen);
+	int64_t shape[2][3] = { { 4, 2, 3 }, { 2, 12, 1 } };
+	struct vtpu_onnx_binding b[2] = {
+		{ .name = "data", .rank = 3, .dims = { 2, 3, 4 } },
+		{ .name = "shape", .rank = 1, .dims = { 3 } },
+	};
+	uint64_t src[2], key[2], zero[2] = { 0, 0 };
+	char err[256];
+	int i, k, o2;
+
+	ASSERT_NE(NULL, c);
+	if (!relu || !abs || !rs)
+		SKIP(return, "the ONNX node tests are not installed");
+	ASSERT_EQ(0, vtpu_compile_onnx(abs, alen, NULL, 0, &dev, &o, &p, err,
+				       sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(0, onnx_source_hash(abs, alen, NULL, 0, false, &dev, &o,
+				      src));
+	ASSERT_EQ(0, vtpu_cache_get_source(c, src, key));
+	ASSERT_EQ(0, onnx_source_hash(relu, rlen, NULL, 0, false, &dev, &o,
+				      src));
+	ASSERT_EQ(0, vtpu_cache_put_source(c, src, key));
+	ASSERT_EQ(0, vtpu_compile_onnx(relu, rlen, NULL, 0, &dev, &o, &q, err,
+				       sizeof(err))) TH_LOG("%s", err);
+	EXPECT_TRUE(program_eq(p, q));
+	vtpu_program_free(p);
+	vtpu_program_free(q);
+
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < 2; i++) {
+			b[1].values = shape[i];
+			ASSERT_EQ(0, vtpu_compile_onnx(rs, slen, b, 2, &dev, &o,
+						       &p, err, sizeof(err)))
+				TH_LOG("%s", err);
+			/* the output's dims are the bound shape */
+			for (o2 = 0; o2 < p->nbindings &&
+			     p->bindings[o2].role != VTPU_BIND_OUTPUT; o2++)
+				;
+			ASSERT_LT(o2, p->nbindings);
+			EXPECT_EQ(0, memcmp(p->bindings[o2].shape.dims,
+					    shape[i], sizeof(shape[i])))
+				TH_LOG("pass %d, shape %d", k, i);
+			vtpu_program_free(p);
+		}
+	}
+	vtpu_cache_stats(c, &st);
+	/* Relu's, then the second pass's two */
+	EXPECT_EQ(3, st.hits);
+	ASSERT_EQ(0, onnx_source_hash(rs, slen, b, 2, false, &dev, &o, src));
+	ASSERT_EQ(0, vtpu_cache_get_source(c, src, key));
+	EXPECT_TRUE(key_eq(key, zero)) TH_LOG("the values matter");
+	free(relu);
+	free(abs);
+	free(rs);
+	vtpu_cache_free(c);
+}
+
 struct worker {
 	struct vtpu_cache *c;
 	struct vtpu_program *p;

@@ -201,4 +201,94 @@ TEST(model_signature_and_bindings)
 	free(buf);
 }
 
+/*
+ * The signature skips what initializers feed, read from the graph
+ * without their data: inputs X, W and S where W is an initializer of
+ * 1024 floats and S a sparse initializer's values; X alone is fed. The
+ * same with the initializers before the inputs, and the model packed
+ * with a field the reader does not know.
+ */
+TEST(model_signature_skips_initializers_without_reading_them)
+{
+	Onnx__ValueInfoProto vx = ONNX__VALUE_INFO_PROTO__INIT;
+	Onnx__ValueInfoProto vw = ONNX__VALUE_INFO_PROTO__INIT;
+	Onnx__ValueInfoProto vs = ONNX__VALUE_INFO_PROTO__INIT;
+	Onnx__ValueInfoProto vy = ONNX__VALUE_INFO_PROTO__INIT;
+	Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT;
+	Onnx__TensorProto sv = ONNX__TENSOR_PROTO__INIT;
+	Onnx__SparseTensorProto sp = ONNX__SPARSE_TENSOR_PROTO__INIT;
+	Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+	Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+	Onnx__ValueInfoProto *in[] = { &vx, &vw, &vs }, *out[] = { &vy };
+	Onnx__TensorProto *inits[] = { &w };
+	Onnx__SparseTensorProto *sparse[] = { &sp };
+	static float data[1024];
+	struct vtpu_model_info *m;
+	size_t len, glen;
+	uint8_t *buf;
+
+	vx.name = "X";
+	vw.name = "W";
+	vs.name = "S";
+	vy.name = "Y";
+	w.name = "W";
+	w.n_float_data = 1024;
+	w.float_data = data;
+	sv.name = "S";
+	sp.values = &sv;
+	g.n_input = 3;
+	g.input = in;
+	g.n_output = 1;
+	g.output = out;
+	g.n_initializer = 1;
+	g.initializer = inits;
+	g.n_sparse_initializer = 1;
+	g.sparse_initializer = sparse;
+	g.name = "g";
+	mp.ir_version = 8;
+	mp.has_ir_version = 1;
+	mp.producer_name = "test";
+	mp.graph = &g;
+	len = onnx__model_proto__get_packed_size(&mp);
+	buf = malloc(len + 8);
+	ASSERT_NE(NULL, buf);
+	onnx__model_proto__pack(&mp, buf);
+	ASSERT_EQ(0, vtpu_model_info(buf, len, &m, NULL, 0));
+	ASSERT_EQ(1, m->ninputs);
+	EXPECT_STREQ("X", m->inputs[0].name);
+	ASSERT_EQ(1, m->noutputs);
+	EXPECT_STREQ("Y", m->outputs[0].name);
+	vtpu_model_info_free(m);
+	/* field 99, a varint, after the graph: skipped */
+	buf[len] = (99 << 3 & 0x7f) | 0x80;
+	buf[len + 1] = 99 << 3 >> 7;
+	buf[len + 2] = 5;
+	ASSERT_EQ(0, vtpu_model_info(buf, len + 3, &m, NULL, 0));
+	EXPECT_EQ(1, m->ninputs);
+	vtpu_model_info_free(m);
+	/* a graph cut short: no signature */
+	EXPECT_EQ(-EINVAL, vtpu_model_info(buf, len - 100, &m, NULL, 0));
+	free(buf);
+
+	/*
+	 * A node that does not decode, which only the parse reads: the
+	 * signature is still there, so it was read without unpacking all.
+	 */
+	glen = onnx__graph_proto__get_packed_size(&g);
+	buf = malloc(glen + 16);
+	ASSERT_NE(NULL, buf);
+	buf[0] = 7 << 3 | 2;
+	buf[1] = (uint8_t)((glen + 4) | 0x80);
+	buf[2] = (uint8_t)((glen + 4) >> 7);
+	ASSERT_LT(glen + 4, 1u << 14);
+	onnx__graph_proto__pack(&g, buf + 3);
+	memcpy(buf + 3 + glen, "\x0a\x02\x0f\xff", 4);	/* node: bad */
+	len = 3 + glen + 4;
+	EXPECT_EQ(NULL, onnx__model_proto__unpack(NULL, len, buf));
+	ASSERT_EQ(0, vtpu_model_info(buf, len, &m, NULL, 0));
+	EXPECT_EQ(1, m->ninputs);
+	vtpu_model_info_free(m);
+	free(buf);
+}
+
 TEST_HARNESS_MAIN

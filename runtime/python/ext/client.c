@@ -257,14 +257,13 @@ static int feeds_to_tensors(PyObject *feeds, struct vtpu_tensor *t, int n,
 	return 0;
 }
 
-/* Parses @data bound to @t (values only if @with_values) and compiles. */
+/* Compiles @data bound to @t (values only if @with_values). */
 static int compile_bound(struct vtpu_client *c, const void *data, size_t len,
 			 const struct vtpu_tensor *t, int n, int with_values,
 			 struct vtpu_executable **e, char *err, size_t errlen)
 {
 	struct vtpu_onnx_binding *b = calloc(n + 1, sizeof(*b));
 	struct vtpu_model_info *m = NULL;
-	struct vtpu_graph *g = NULL;
 	void *vals = NULL;
 	int nb = 0, ret;
 
@@ -274,14 +273,11 @@ static int compile_bound(struct vtpu_client *c, const void *data, size_t len,
 		nb = vtpu_model_bind(m, t, n, b, &vals, err, errlen);
 	for (int i = 0; !with_values && i < nb; i++)
 		b[i].values = NULL, b[i].fvalues = NULL;
-	ret = nb < 0 ? nb : vtpu_onnx_parse_bound(data, len, b, nb, &g, err,
-						  errlen);
-	if (!ret) {
-		ret = vtpu_executable_compile(c, g, e);
-		if (ret)
-			snprintf(err, errlen, "%s", vtpu_client_error(c));
-	}
-	vtpu_graph_free(g);
+	/* the compile cache finds bytes and bindings it saw, unparsed */
+	ret = nb < 0 ? nb : vtpu_executable_compile_onnx(c, data, len, b, nb,
+							 e);
+	if (nb >= 0 && ret)
+		snprintf(err, errlen, "%s", vtpu_client_error(c));
 	free(vals);
 	free(b);
 	vtpu_model_info_free(m);

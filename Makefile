@@ -304,6 +304,7 @@ OPENBLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo && echo SkylakeX || \
 
 bench: module $(BENCH) $(RUN_TOOL) python-build
 	@$(BENCH) compile
+	@tools/bench/compile_onnx.sh $(BUILD)
 	@PYTHONPATH=$(BUILD)/python $(PYTHON) tools/bench/python_overhead.py host
 	@OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(OPENBLAS_CORE)} \
 		$(BENCH) exec

@@ -255,10 +255,13 @@ fuzz: $(HLO_FUZZ)
 
 # The ONNX frontend and the compiler behind it, seeded with every model
 # of ONNX's test data (copied: libFuzzer adds to its first directory).
+# vtpu_model_info() too, which reads the signature off the wire format:
+# checked against a whole unpack of the same bytes.
 $(ONNX_FUZZ): tests/fuzz/onnx_fuzz.c $(CC_SRCS) $(CC_HDRS) $(EXEC_SRCS) \
-		$(EXEC_HDRS) $(ONNX_GEN) $(BUILD_ID_H)
+		$(EXEC_HDRS) $(ONNX_GEN) $(BUILD_ID_H) runtime/model.c \
+		runtime/tensor.c
 	@mkdir -p $(@D)
-	$(FUZZ_LINK)
+	$(FUZZ_LINK) -Iruntime/include runtime/model.c runtime/tensor.c
 
 fuzz-onnx: $(ONNX_FUZZ)
 	@mkdir -p $(BUILD)/onnx-fuzz-corpus $(BUILD)/onnx-fuzz-seeds

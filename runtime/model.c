@@ -251,16 +251,21 @@ static bool slim_graph(struct out *o, struct wire g)
 			if (!put_name_only(o, 5, body))
 				return false;
 		} else if (f == 15) {
+			bool ok = true;
+
 			memset(&sp, 0, sizeof(sp));
-			while (body.p < body.end) {
-				if (!field(&body, &sf, &st, &sb))
-					return false;
-				if (sf == 1 && st == 2 && !put_name_only(&sp, 1, sb))
-					return false;
+			while (ok && body.p < body.end) {
+				ok = field(&body, &sf, &st, &sb);
+				if (ok && sf == 1 && st == 2)
+					ok = put_name_only(&sp, 1, sb);
 			}
-			put_bytes(o, 15, sp.p ? sp.p : (const uint8_t *)"", sp.len);
+			if (ok)
+				put_bytes(o, 15, sp.p ? sp.p : (const uint8_t *)"",
+					  sp.len);
 			o->oom |= sp.oom;
 			free(sp.p);
+			if (!ok)
+				return false;
 		}
 	}
 	return true;

@@ -22,6 +22,9 @@ int onnx_define(struct ctx *c, const char *name, int id, struct cval *cv)
 {
 	struct val *v;
 
+	/* a subgraph's input or output with no name (protobuf allows it) */
+	if (!name)
+		return onnx_fail(c, "a value without a name");
 	if (c->nv == c->cap) {
 		int cap = c->cap ? 2 * c->cap : 64;
 		struct val *nv = realloc(c->v, cap * sizeof(*nv));

@@ -736,6 +736,46 @@ TEST(every_test_model_parses_or_is_refused_and_compiles)
 #endif
 }
 
+/*
+ * A Scan whose body has an input without a name (protobuf allows it) is
+ * refused with a message; it used to be looked up by a NULL name
+ * (found by the fuzzer).
+ */
+TEST(subgraph_value_without_a_name)
+{
+	size_t len = 0, plen;
+	void *buf = slurp(model_path("node/test_scan9_sum"), &len), *packed;
+	Onnx__ModelProto *m = buf ? onnx__model_proto__unpack(NULL, len, buf) :
+			      NULL;
+	Onnx__GraphProto *body = NULL;
+	struct vtpu_graph *g = NULL;
+	char err[256] = "", *name;
+	size_t i;
+
+	if (!buf)
+		SKIP(return, "the ONNX node tests are not installed");
+	ASSERT_NE(NULL, m);
+	ASSERT_LT(0, m->graph->n_node);
+	for (i = 0; i < m->graph->node[0]->n_attribute; i++)
+		if (m->graph->node[0]->attribute[i]->g)
+			body = m->graph->node[0]->attribute[i]->g;
+	ASSERT_NE(NULL, body);
+	ASSERT_LT(0, body->n_input);
+	name = body->input[0]->name;
+	body->input[0]->name = NULL;
+	plen = onnx__model_proto__get_packed_size(m);
+	packed = malloc(plen);
+	ASSERT_NE(NULL, packed);
+	onnx__model_proto__pack(m, packed);
+	body->input[0]->name = name;
+	EXPECT_GT(0, vtpu_onnx_parse(packed, plen, &g, err, sizeof(err)));
+	EXPECT_NULL(g);
+	EXPECT_NE(NULL, strstr(err, "without a name")) TH_LOG("%s", err);
+	free(packed);
+	onnx__model_proto__free_unpacked(m, NULL);
+	free(buf);
+}
+
 TEST(garbage)
 {
 	static const unsigned char junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff,

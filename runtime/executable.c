@@ -121,6 +121,8 @@ struct source {
 	const struct vtpu_onnx_binding *b;
 	int n;
 	const char *what;	/* for messages: "compile", "onnx" */
+	const char *fn;		/* the API function called */
+	bool onnx;
 };
 
 static int compile_source(struct vtpu_client *c, const struct source *src,
@@ -133,6 +135,17 @@ static int compile_source(struct vtpu_client *c, const struct source *src,
 	char err[256] = "";
 	int ret;
 
+	if (!RT_LIVE(c, RT_KIND_CLIENT))
+		return rt_bad_arg(c, src->fn, "not a client");
+	if (!out_exe)
+		return rt_bad_arg(c, src->fn, "no out_exe");
+	*out_exe = NULL;
+	if (src->onnx ? !src->data : !src->g)
+		return rt_set_error(c, EINVAL, "%s: no %s", src->what,
+				    src->onnx ? "data" : "graph");
+	if (src->n < 0 || (src->n && !src->b))
+		return rt_set_error(c, EINVAL, "onnx: %d bindings at %p",
+				    src->n, (const void *)src->b);
 	opts.cache = c->cache;
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -170,15 +183,8 @@ int vtpu_executable_compile(struct vtpu_client *c,
 			    const struct vtpu_graph *g,
 			    struct vtpu_executable **out_exe)
 {
-	struct source src = { .g = g, .what = "compile" };
+	struct source src = { .g = g, .what = "compile", .fn = __func__ };
 
-	if (!RT_LIVE(c, RT_KIND_CLIENT))
-		return rt_bad_arg(c, __func__, "not a client");
-	if (!out_exe)
-		return rt_bad_arg(c, __func__, "no out_exe");
-	*out_exe = NULL;
-	if (!g)
-		return rt_set_error(c, EINVAL, "compile: no graph");
 	return compile_source(c, &src, out_exe);
 }
 
@@ -188,18 +194,9 @@ int vtpu_executable_compile_onnx(struct vtpu_client *c, const void *data,
 {
 	struct source src = {
 		.data = data, .len = len, .b = b, .n = n, .what = "onnx",
+		.fn = __func__, .onnx = true,
 	};
 
-	if (!RT_LIVE(c, RT_KIND_CLIENT))
-		return rt_bad_arg(c, __func__, "not a client");
-	if (!out_exe)
-		return rt_bad_arg(c, __func__, "no out_exe");
-	*out_exe = NULL;
-	if (!data)
-		return rt_set_error(c, EINVAL, "onnx: no data");
-	if (n < 0 || (n && !b))
-		return rt_set_error(c, EINVAL, "onnx: %d bindings at %p", n,
-				    (const void *)b);
 	return compile_source(c, &src, out_exe);
 }
 

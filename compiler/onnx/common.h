@@ -194,6 +194,9 @@ int onnx_per_axis_in(struct ctx *c, node_t *n, size_t i, int like,
 		     int64_t axis);
 int onnx_less_zero_point(struct ctx *c, node_t *n, int x, size_t i,
 			 int64_t axis);
+/* Inputs @i and @j of an integer operator (MatMulInteger, QLinearConv..). */
+int onnx_int_inputs(struct ctx *c, node_t *n, size_t i, size_t j, int *a,
+		    int *b);
 int onnx_zp_range(struct ctx *c, node_t *n, size_t i, double *lo, double *hi);
 int onnx_requantize(struct ctx *c, node_t *n, int acc, int mult, size_t zpi);
 int onnx_op_dyn_quantize(struct ctx *c, node_t *n, const struct opdef *d);

@@ -252,14 +252,11 @@ int onnx_op_matmul(struct ctx *c, node_t *n, const struct opdef *d)
  */
 int onnx_op_matmul_integer(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int a = onnx_in(c, n, 0), b = onnx_in(c, n, 1), y;
+	int a, b, y;
 
 	(void)d;
-	if (a < 0 || b < 0)
+	if (onnx_int_inputs(c, n, 0, 1, &a, &b))
 		return -EINVAL;
-	if (onnx_shape_of(c, a).type != VTPU_S32 ||
-	    onnx_shape_of(c, b).type != VTPU_S32)
-		return onnx_fail(c, "wants integer A and B");
 	a = onnx_less_zero_point(c, n, a, 2, -2);
 	b = onnx_less_zero_point(c, n, b, 3, -1);
 	y = a < 0 || b < 0 ? -EINVAL : onnx_matmul(c, a, b);
@@ -274,14 +271,11 @@ int onnx_op_matmul_integer(struct ctx *c, node_t *n, const struct opdef *d)
  */
 int onnx_op_qlinear_matmul(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int a = onnx_in(c, n, 0), b = onnx_in(c, n, 3), y, m;
+	int a, b, y, m;
 
 	(void)d;
-	if (a < 0 || b < 0)
+	if (onnx_int_inputs(c, n, 0, 3, &a, &b))
 		return -EINVAL;
-	if (onnx_shape_of(c, a).type != VTPU_S32 ||
-	    onnx_shape_of(c, b).type != VTPU_S32)
-		return onnx_fail(c, "wants integer a and b");
 	/* per tensor, or per row of A and per column of B */
 	m = onnx_binary(c, VTPU_MUL, onnx_per_axis_in(c, n, 1, a, -2),
 			onnx_per_axis_in(c, n, 4, b, -1));

@@ -867,6 +867,19 @@ int onnx_per_axis_in(struct ctx *c, node_t *n, size_t i, int like,
 	return onnx_per_axis(c, to_f32(c, onnx_in(c, n, i)), like, axis);
 }
 
+int onnx_int_inputs(struct ctx *c, node_t *n, size_t i, size_t j, int *a,
+		    int *b)
+{
+	*a = onnx_in(c, n, i);
+	*b = onnx_in(c, n, j);
+	if (*a < 0 || *b < 0)
+		return -EINVAL;
+	if (onnx_shape_of(c, *a).type != VTPU_S32 ||
+	    onnx_shape_of(c, *b).type != VTPU_S32)
+		return onnx_fail(c, "wants integer inputs %zu and %zu", i, j);
+	return 0;
+}
+
 /*
  * Integer @x in f32 less its zero point, input @i of @n if given: a
  * scalar, or one per index of @axis (the integer operators' per-row,

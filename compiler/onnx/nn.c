@@ -706,15 +706,12 @@ int onnx_op_conv(struct ctx *c, node_t *n, const struct opdef *d)
  */
 int onnx_op_qlinear_conv(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 3), y, m, map[1] = { 1 };
+	int x, k, y, m, map[1] = { 1 };
 	struct vtpu_shape sk;
 
 	(void)d;
-	if (x < 0 || k < 0)
+	if (onnx_int_inputs(c, n, 0, 3, &x, &k))
 		return -EINVAL;
-	if (onnx_shape_of(c, x).type != VTPU_S32 ||
-	    onnx_shape_of(c, k).type != VTPU_S32)
-		return onnx_fail(c, "wants integer x and w");
 	sk = onnx_shape_of(c, k);
 	y = conv_of(c, n, onnx_less_zero_point(c, n, x, 2, -1),
 		    onnx_less_zero_point(c, n, k, 5, 0));
@@ -747,14 +744,11 @@ int onnx_op_qlinear_conv(struct ctx *c, node_t *n, const struct opdef *d)
  */
 int onnx_op_conv_integer(struct ctx *c, node_t *n, const struct opdef *d)
 {
-	int x = onnx_in(c, n, 0), k = onnx_in(c, n, 1), y;
+	int x, k, y;
 
 	(void)d;
-	if (x < 0 || k < 0)
+	if (onnx_int_inputs(c, n, 0, 1, &x, &k))
 		return -EINVAL;
-	if (onnx_shape_of(c, x).type != VTPU_S32 ||
-	    onnx_shape_of(c, k).type != VTPU_S32)
-		return onnx_fail(c, "wants integer x and w");
 	y = conv_of(c, n, onnx_less_zero_point(c, n, x, 2, -1),
 		    onnx_less_zero_point(c, n, k, 3, 0));
 	y = y < 0 ? y : onnx_chk(c, vtpu_g_convert(c->g, y, VTPU_S32));

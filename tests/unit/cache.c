@@ -19,6 +19,7 @@
 
 #include "cache.h"
 #include "ir.h"
+#include "vtpu.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "kselftest_harness.h"
@@ -459,25 +460,12 @@ TEST_F(disk, flipped_source_byte_is_corrupt_miss)
 
 #define DATA	"/usr/share/libonnx-testdata/data/"
 
+/* A test model's bytes, or NULL (vtpu_read_file(), the runtime's reader). */
 static void *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
 	void *buf = NULL;
-	long n;
 
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0) {
-		rewind(f);
-		buf = malloc(n);
-		if (buf && fread(buf, n, 1, f) != 1) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = n;
-	}
-	fclose(f);
-	return buf;
+	return vtpu_read_file(path, &buf, len) ? NULL : buf;
 }
 
 /*

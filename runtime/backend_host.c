@@ -598,6 +598,8 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 		insns = e->insns;
 	}
 	end = rt_now_ns();
+	if (prog->info.dma_bytes >= RT_COMPLETION_PREFETCH_BYTES)
+		rt_completion_prefetch();
 	pthread_mutex_unlock(&h->exec_lock);
 
 	job->device_ns = end - start;
@@ -615,7 +617,8 @@ static int host_run(struct vtpu_device *d, struct rt_job *job)
 	return done < 0 ? done : 0;
 }
 
-static int host_submit(struct vtpu_device *d, struct rt_job **jobs, int n)
+static int RT_COMPLETION host_submit(struct vtpu_device *d,
+				     struct rt_job **jobs, int n)
 {
 	int i;
 

@@ -72,7 +72,7 @@ struct vtpu_device *rt_device_alloc(struct vtpu_client *c, const char *name)
 	return d;
 }
 
-void rt_job_done(struct rt_job *job)
+void RT_COMPLETION rt_job_done(struct rt_job *job)
 {
 	/* Read before waking anyone: a waiter may free the job at once. */
 	void (*cb)(struct rt_job *) = job->on_done;
@@ -85,6 +85,26 @@ void rt_job_done(struct rt_job *job)
 	pthread_mutex_unlock(&job->done_lock);
 	if (cb)
 		cb(job);
+}
+
+void rt_completion_prefetch(void)
+{
+	/* what the completion path calls in the C library */
+	static void (*const libc[])(void) = {
+		(void (*)(void))pthread_mutex_lock,
+		(void (*)(void))pthread_mutex_unlock,
+		(void (*)(void))pthread_cond_broadcast,
+		(void (*)(void))pthread_cond_destroy,
+		(void (*)(void))pthread_mutex_destroy,
+		(void (*)(void))free,
+	};
+	const char *p;
+	size_t i;
+
+	for (p = __start_vtpu_completion; p < __stop_vtpu_completion; p += 64)
+		__builtin_prefetch(p);
+	for (i = 0; i < sizeof(libc) / sizeof(libc[0]); i++)
+		__builtin_prefetch((const void *)(uintptr_t)libc[i]);
 }
 
 struct vtpu_device *rt_pick_device(struct vtpu_client *c)

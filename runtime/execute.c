@@ -209,7 +209,7 @@ static struct vtpu_event *event_new(struct vtpu_client *c,
 	return ev;
 }
 
-static void event_free(struct vtpu_event *ev)
+static void RT_COMPLETION event_free(struct vtpu_event *ev)
 {
 	rt_obj_del(ev->client, &ev->obj);
 	pthread_cond_destroy(&ev->job.done_cond);
@@ -255,7 +255,7 @@ static int take_injected(struct vtpu_client *c)
 }
 
 /* The attempt's memory goes back to the device's pool. */
-static void release_attempt(struct vtpu_event *ev)
+static void RT_COMPLETION release_attempt(struct vtpu_event *ev)
 {
 	int i;
 
@@ -475,7 +475,8 @@ static void submit_event(struct rt_job *job, int n)
 }
 
 /* Nothing submitted: every job ends with the backend's errno. */
-static void submit_jobs(struct vtpu_device *d, struct rt_job **jobs, int n)
+static void RT_COMPLETION submit_jobs(struct vtpu_device *d,
+				      struct rt_job **jobs, int n)
 {
 	int i, ret;
 
@@ -493,7 +494,7 @@ static void submit_jobs(struct vtpu_device *d, struct rt_job **jobs, int n)
 	}
 }
 
-static void start_attempt(struct vtpu_event *ev)
+static void RT_COMPLETION start_attempt(struct vtpu_event *ev)
 {
 	struct rt_job *job = &ev->job;
 
@@ -552,7 +553,7 @@ static void profile_records(struct vtpu_event *ev)
 }
 
 /* The attempt's job ended: give back its load, records and memory. */
-static void end_attempt(struct vtpu_event *ev)
+static void RT_COMPLETION end_attempt(struct vtpu_event *ev)
 {
 	struct vtpu_device *d = ev->device;
 	struct rt_job *job = &ev->job;
@@ -592,7 +593,7 @@ static bool retryable(const struct vtpu_event *ev, int status)
 }
 
 /* The run ended for good: count it and let the client go idle. */
-static void finish_run(struct vtpu_event *ev, int status)
+static void RT_COMPLETION finish_run(struct vtpu_event *ev, int status)
 {
 	struct vtpu_client *c = ev->client;
 	struct rt_job *job = &ev->job;
@@ -611,7 +612,8 @@ static void finish_run(struct vtpu_event *ev, int status)
 }
 
 /* Waits for the current job; -ETIME when @deadline (0: none) passed. */
-static int wait_job(struct vtpu_event *ev, uint64_t deadline)
+static int RT_COMPLETION wait_job(struct vtpu_event *ev,
+				  uint64_t deadline)
 {
 	struct rt_job *job = &ev->job;
 
@@ -637,7 +639,7 @@ static int wait_job(struct vtpu_event *ev, uint64_t deadline)
 }
 
 /* Carries the run forward to its end, retrying on the way. ev->lock held. */
-static int drive(struct vtpu_event *ev, uint64_t deadline)
+static int RT_COMPLETION drive(struct vtpu_event *ev, uint64_t deadline)
 {
 	struct vtpu_client *c = ev->client;
 
@@ -663,7 +665,7 @@ static int drive(struct vtpu_event *ev, uint64_t deadline)
 }
 
 /* A run's final status as the caller sees it, with a message. */
-static int run_result(struct vtpu_event *ev)
+static int RT_COMPLETION run_result(struct vtpu_event *ev)
 {
 	int st = ev->status;
 
@@ -684,10 +686,11 @@ static int run_result(struct vtpu_event *ev)
 
 /* ---- public ---------------------------------------------------------------- */
 
-int vtpu_execute_async(struct vtpu_client *c, struct vtpu_executable *e,
-		       struct vtpu_buffer *const *inputs,
-		       struct vtpu_buffer *const *outputs,
-		       struct vtpu_event **out_event)
+int RT_COMPLETION vtpu_execute_async(struct vtpu_client *c,
+				     struct vtpu_executable *e,
+				     struct vtpu_buffer *const *inputs,
+				     struct vtpu_buffer *const *outputs,
+				     struct vtpu_event **out_event)
 {
 	int ret;
 
@@ -699,9 +702,10 @@ int vtpu_execute_async(struct vtpu_client *c, struct vtpu_executable *e,
 	return ret;
 }
 
-int vtpu_execute(struct vtpu_client *c, struct vtpu_executable *e,
-		 struct vtpu_buffer *const *inputs,
-		 struct vtpu_buffer *const *outputs)
+int RT_COMPLETION vtpu_execute(struct vtpu_client *c,
+			       struct vtpu_executable *e,
+			       struct vtpu_buffer *const *inputs,
+			       struct vtpu_buffer *const *outputs)
 {
 	struct vtpu_event *ev;
 	int ret = vtpu_execute_async(c, e, inputs, outputs, &ev);
@@ -767,7 +771,8 @@ int vtpu_execute_batch(struct vtpu_client *c, struct vtpu_run *runs, int n)
 	return first;
 }
 
-int vtpu_event_wait(struct vtpu_event *ev, int64_t timeout_ns)
+int RT_COMPLETION vtpu_event_wait(struct vtpu_event *ev,
+				  int64_t timeout_ns)
 {
 	uint64_t deadline = 0;
 	int ret;
@@ -802,7 +807,7 @@ int vtpu_event_done(struct vtpu_event *ev)
 	return ended;
 }
 
-void vtpu_event_destroy(struct vtpu_event *ev)
+void RT_COMPLETION vtpu_event_destroy(struct vtpu_event *ev)
 {
 	if (!ev)
 		return;

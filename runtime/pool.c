@@ -140,7 +140,7 @@ static uint64_t destroy_list(struct vtpu_buffer *b)
 	return bytes;
 }
 
-void rt_pool_put(struct vtpu_buffer *b)
+void RT_COMPLETION rt_pool_put(struct vtpu_buffer *b)
 {
 	struct rt_pool *pool;
 	struct vtpu_buffer *gone;

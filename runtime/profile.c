@@ -220,7 +220,8 @@ bool rt_profiling(struct vtpu_client *c)
 	return __atomic_load_n(&c->profile, __ATOMIC_ACQUIRE) != NULL;
 }
 
-void rt_profile_event(struct vtpu_client *c, const struct rt_event *ev)
+void RT_COMPLETION rt_profile_event(struct vtpu_client *c,
+				   const struct rt_event *ev)
 {
 	struct vtpu_profile *p;
 

@@ -611,4 +611,33 @@ TEST(threads)
 	client_close(c);
 }
 
+/*
+ * After a job that streamed more than the caches hold, the host backend
+ * prefetches the completion path in one go (rt_completion_prefetch()):
+ * that works only while the path's functions sit in their section, and
+ * costs little only while the section is a few pages.
+ */
+TEST(completion_path_is_one_small_section)
+{
+	const void *fns[] = {
+		(const void *)(uintptr_t)rt_job_done,
+		(const void *)(uintptr_t)rt_pool_put,
+		(const void *)(uintptr_t)rt_profile_event,
+		(const void *)(uintptr_t)vtpu_execute,
+		(const void *)(uintptr_t)vtpu_event_wait,
+		(const void *)(uintptr_t)vtpu_event_destroy,
+	};
+	const char *lo = __start_vtpu_completion, *hi = __stop_vtpu_completion;
+	size_t i;
+
+	ASSERT_LT(lo, hi);
+	/* a few pages of code; ASan's instrumentation about triples it */
+	EXPECT_LE((size_t)(hi - lo), (size_t)64 << 10);
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		EXPECT_LE(lo, (const char *)fns[i]) TH_LOG("function %zu", i);
+		EXPECT_GT(hi, (const char *)fns[i]) TH_LOG("function %zu", i);
+	}
+	rt_completion_prefetch();	/* only prefetches: no fault */
+}
+
 TEST_HARNESS_MAIN

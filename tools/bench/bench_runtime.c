@@ -18,7 +18,10 @@
  *
  * The emulated core shares the host's caches, and a big run streams
  * 64 MiB through them: whatever runs next finds the runtime's code and
- * data evicted (~6 us on a desktop CPU). So big and tiny runs alternate
+ * data evicted (~6 us on a desktop CPU). The host backend prefetches
+ * its completion path after such a job (rt_completion_prefetch()), so
+ * the big run's return waits on memory once, not line after line; what
+ * runs before the next job is still cold. So big and tiny runs alternate
  * and both figures start from what a big run leaves, and the ratio
  * measures work that grows with the weights, not cache warmth; the
  * tiny graph's overhead with warm caches is printed apart. Each figure

@@ -290,6 +290,8 @@ static void copy_extents(struct cg *c, enum copy_kind *k, int64_t s0,
 			 int64_t s1, int es, int64_t rows, int64_t cols,
 			 int64_t *tr, int64_t *tc)
 {
+	int64_t side, elems;
+
 	switch (*k) {
 	case CK_STEP:
 		choose_step(c, k, s0, s1, es, rows, cols, tr, tc);
@@ -311,11 +313,18 @@ static void copy_extents(struct cg *c, enum copy_kind *k, int64_t s0,
 		pick_tile(c, 2, 4, rows, cols, tr, tc);
 		return;
 	case CK_TRANSPOSE:
-		pick_tile(c, 2, es, rows, cols, tr, tc);
-		/* square-ish blocks keep both DMAs long */
-		*tc = *tr = min64(*tr, max64(1, min64(cols, 256)));
-		*tc = min64(cols, *tc);
-		*tr = min64(rows, *tr);
+		/*
+		 * Square-ish blocks keep both DMAs long: up to 256 x 256, or
+		 * the largest square two buffers of VMEM hold. Not
+		 * pick_tile()'s widest rows: 16384 columns of a [96 x 25088]
+		 * left 4 rows, and 4 x 4 blocks made MViT's transposes 150,000
+		 * blocks each.
+		 */
+		elems = min64(c->vmem / (2 * es), CG_TILE_ELEMS);
+		for (side = 256; side > 1 && side * side > elems; side /= 2)
+			;
+		*tc = min64(cols, side);
+		*tr = min64(rows, side);
 		if (s1 >= *tr)
 			return;
 		*k = CK_GATHER;

@@ -719,6 +719,34 @@ TEST(p_copy_views)
 	}
 }
 
+/*
+ * A transpose of few rows and many columns ([96 x 4096] from [4096 x 96],
+ * as MViT's token/channel swaps) in square-ish blocks: blocks as wide as
+ * pick_tile()'s rows left 2 x 2 of them in 64 KiB (98,304 blocks).
+ */
+TEST(wide_transposes_take_square_blocks)
+{
+	static const uint32_t vmem[] = { 65536, 1 << 20 };
+	static const uint32_t most[] = { 1000, 200 };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct vtpu_graph *g = vtpu_graph_new();
+		int a = param(g, 0, shp2(VTPU_F32, 4096, 96)), y;
+		int64_t st[2] = { 1, 96 };
+		struct run r;
+
+		y = view(g, a, shp2(VTPU_F32, 96, 4096), 0, st);
+		ASSERT_EQ(0, vtpu_g_outputs(g, 1, &y));
+		ASSERT_EQ(0, check_graph(g, vmem[i], &any, 0, 0, 0, &r));
+		EXPECT_EQ(0, r.mismatches);
+		EXPECT_LT(r.prog.cost.insn_count, most[i])
+			TH_LOG("%u KiB of VMEM", vmem[i] >> 10);
+		run_free(&r);
+		vtpu_graph_free(g);
+	}
+}
+
 TEST(concat_and_pad)
 {
 	int it;

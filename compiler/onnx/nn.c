@@ -623,6 +623,67 @@ static int conv3d(struct ctx *c, int x, int k, const struct window *w,
 	return y < 0 ? y : onnx_chk(c, vtpu_g_transpose(c->g, y, back));
 }
 
+/*
+ * A depthwise 3-D convolution (a kernel per channel, as MViT's pooling)
+ * as KD depthwise 2-D ones, summed: tap kd reads the frames it sees,
+ * [N, OD, C, H, W] as [N * OD, C, H, W], with the kernel's [C, 1, KH, KW]
+ * at depth kd. conv3d()'s stacking would give each group KD input
+ * channels: a grouped matmul of C products of one row each, after an
+ * im2col copy of KD * KH * KW times the input.
+ */
+static int dwconv3d(struct ctx *c, int x, int k, const struct window *w,
+		    int groups)
+{
+	struct vtpu_shape sx, sk = onnx_shape_of(c, k), sy;
+	int64_t lo[R] = { 0 }, hi[R] = { 0 }, od = w->o[0];
+	static const int swap[5] = { 0, 2, 1, 3, 4 };
+	int y = -1;
+
+	lo[2] = w->lo[0], hi[2] = w->hi[0];
+	if (lo[2] || hi[2])
+		x = onnx_chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
+	/* [N, D, C, H, W]: a tap's frames are one strided slice */
+	x = x < 0 ? x : onnx_chk(c, vtpu_g_transpose(c->g, x, swap));
+	if (x < 0)
+		return x;
+	sx = onnx_shape_of(c, x);
+	for (int64_t i = 0; i < w->k[0]; i++) {
+		int64_t st[R] = { 0, i * w->d[0], 0, 0, 0 };
+		int64_t lim[R] = { sx.dims[0], st[1] + (od - 1) * w->s[0] + 1,
+				   sx.dims[2], sx.dims[3], sx.dims[4] };
+		int64_t step[R] = { 1, w->s[0], 1, 1, 1 };
+		int64_t kst[R] = { 0, 0, i, 0, 0 };
+		int64_t klim[R] = { sk.dims[0], 1, i + 1, sk.dims[3],
+				    sk.dims[4] };
+		int64_t one[R] = { 1, 1, 1, 1, 1 };
+		int64_t tx[4] = { sx.dims[0] * od, sx.dims[2], sx.dims[3],
+				  sx.dims[4] };
+		int64_t tk[4] = { sk.dims[0], 1, sk.dims[3], sk.dims[4] };
+		int xi, ki, yi;
+
+		xi = onnx_chk(c, vtpu_g_slice(c->g, x, st, lim, step));
+		xi = xi < 0 ? xi : onnx_reshape(c, xi, 4, tx);
+		ki = onnx_chk(c, vtpu_g_slice(c->g, k, kst, klim, one));
+		ki = ki < 0 ? ki : onnx_reshape(c, ki, 4, tk);
+		if (xi < 0 || ki < 0)
+			return -EINVAL;
+		yi = conv2d(c, xi, ki, w, 1, 2, groups);
+		if (yi >= 0 && y >= 0)
+			yi = onnx_chk(c, vtpu_g_binary(c->g, VTPU_ADD, y, yi));
+		if (yi < 0)
+			return yi;
+		y = yi;
+	}
+	sy = onnx_shape_of(c, y);
+	{
+		int64_t t[5] = { sx.dims[0], od, sy.dims[1], sy.dims[2],
+				 sy.dims[3] };
+
+		y = onnx_reshape(c, y, 5, t);
+	}
+	return y < 0 ? y : onnx_chk(c, vtpu_g_transpose(c->g, y, swap));
+}
+
 /* Convolution over 1, 2 or 3 spatial axes (@w->nsp), without bias. */
 static int conv_nd(struct ctx *c, int x, int k, const struct window *w,
 		   int groups)
@@ -630,6 +691,10 @@ static int conv_nd(struct ctx *c, int x, int k, const struct window *w,
 	struct vtpu_shape sy;
 	int y;
 
+	if (w->nsp == 3 && w->k[0] > 1 && groups > 1 &&
+	    onnx_shape_of(c, x).dims[1] == groups &&
+	    onnx_shape_of(c, k).dims[0] == groups)
+		return dwconv3d(c, x, k, w, groups);
 	if (w->nsp == 3)
 		return conv3d(c, x, k, w, groups);
 	x = to4d(c, x);

@@ -460,6 +460,58 @@ def _conv_int_ref(x, w, pads, group):
     return y
 
 
+def _conv3d_ref(x, w, strides, pads, dils, group):
+    """Conv over 3 spatial axes from the ONNX definition, in float64."""
+    m, cg = w.shape[:2]
+    xp = np.pad(x.astype(np.float64),
+                [(0, 0), (0, 0)] + [(pads[a], pads[a + 3]) for a in range(3)])
+    out = [(xp.shape[2 + a] - dils[a] * (w.shape[2 + a] - 1) - 1)
+           // strides[a] + 1 for a in range(3)]
+    y = np.zeros((x.shape[0], m) + tuple(out))
+    for o in range(m):
+        g = o // (m // group)
+        for kd in range(w.shape[2]):
+            for kh in range(w.shape[3]):
+                for kw in range(w.shape[4]):
+                    at = [k * d for k, d in zip((kd, kh, kw), dils)]
+                    win = xp[:, g * cg:(g + 1) * cg,
+                             at[0]:at[0] + strides[0] * (out[0] - 1) + 1:
+                             strides[0],
+                             at[1]:at[1] + strides[1] * (out[1] - 1) + 1:
+                             strides[1],
+                             at[2]:at[2] + strides[2] * (out[2] - 1) + 1:
+                             strides[2]]
+                    y[:, o] += np.einsum("ncdhw,c->ndhw", win,
+                                         w[o, :, kd, kh, kw])
+    return y
+
+
+@pytest.mark.parametrize("mult", [1, 2])
+@pytest.mark.parametrize("strides,pads,dils", [
+    ([1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1]),
+    ([1, 2, 2], [1, 1, 1, 1, 1, 1], [1, 1, 1]),     # MViT's pooling
+    ([2, 1, 2], [0, 1, 0, 2, 1, 1], [2, 1, 1]),
+])
+def test_depthwise_conv3d_matches_the_definition(mult, strides, pads, dils):
+    """Conv3d with a kernel per channel (group = C), as MViT pools: run as
+    a sum of depthwise 2-D convolutions, one per depth tap; with two
+    kernels per channel, as the grouped 3-D convolution."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 6, 7, 8)).astype(np.float32)
+    w = rng.standard_normal((4 * mult, 1, 3, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(4 * mult).astype(np.float32)
+    want = _conv3d_ref(x, w, strides, pads, dils, 4) + \
+        b.reshape(1, -1, 1, 1, 1)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], group=4,
+                            strides=strides, pads=pads, dilations=dils)
+    m = make_model([node], [("x", TensorProto.FLOAT, list(x.shape))],
+                   [("y", TensorProto.FLOAT, list(want.shape))],
+                   [numpy_helper.from_array(w, "w"),
+                    numpy_helper.from_array(b, "b")])
+    y, = vtpu.InferenceSession(m, backend="host").run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("group", [1, 2])
 def test_conv_integer_pads_with_the_zero_point(group):
     """ConvInteger: uint8 x, int8 w with a zero point per output channel,

@@ -271,7 +271,7 @@ static int gen_kernels(struct cg *c, int *ncode_kernels)
 	if (nk < 0)
 		cg_fail(c, EINVAL, "codegen: kernels have no order");
 	*ncode_kernels = 0;
-	for (k = 0; k < nk && !c->ret; k++) {
+	for (k = 0; k < nk && !c->ret && !c->e.failed; k++) {
 		/* parameters and constants are memory, not code */
 		for (nn = 0, i = 0; i < g->n; i++)
 			if (knum[i] == k && g->nodes[i].op != OP_PARAM &&
@@ -504,9 +504,9 @@ static int finish(struct cg *c, const struct vtpu_device_params *dev,
 		vmem = dev->vmem_size;
 	if (c->e.too_wide)
 		return cg_fail(c, E2BIG, "a DMA stride does not fit 32 bits");
-	if (c->e.n > VTPU_MAX_INSNS)
-		return cg_fail(c, E2BIG, "%u instructions, the limit is %u",
-			       c->e.n, VTPU_MAX_INSNS);
+	if (c->e.too_many)
+		return cg_fail(c, E2BIG, "over the limit of %u instructions",
+			       VTPU_MAX_INSNS);
 	prog->binary = emit_finish(&c->e, vmem ? vmem : 64, prog->nbindings,
 				   &prog->size);
 	if (!prog->binary)

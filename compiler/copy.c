@@ -352,7 +352,8 @@ void copy_block(struct cg *c, struct loc src, int64_t s0, int64_t s1,
 	if (c->lane_dst_bytes && c->lane_split && tr >= rows &&
 	    rows >= 2 * (int64_t)c->e.lanes)
 		tr = cdiv(rows, c->e.lanes);
-	for (r = 0; r < rows; r += tr) {
+	/* a program past the ISA's limit stops (emit_insn()) */
+	for (r = 0; r < rows && !c->e.failed; r += tr) {
 		for (j = 0; j < cols; j += tc) {
 			int64_t nr = min64(tr, rows - r), nc = min64(tc, cols - j);
 			uint64_t at = dst.off + (r * d0 + j) * es;

@@ -29,6 +29,15 @@ void emit_insn(struct emit *e, const struct vtpu_insn *in)
 {
 	if (e->failed)
 		return;
+	/*
+	 * No program runs past the ISA's limit: stop here rather than grow
+	 * the code for a kernel that tiles into hundreds of millions of
+	 * instructions (a fuzzed MaxPool took 6 s and 800 MB to be refused).
+	 */
+	if (e->n >= VTPU_MAX_INSNS) {
+		e->too_many = e->failed = 1;
+		return;
+	}
 	if (e->n == e->cap) {
 		uint32_t cap = e->cap ? 2 * e->cap : 256;
 		void *p = realloc(e->code, cap * sizeof(*e->code));

@@ -655,7 +655,7 @@ static void gen_rows(struct fk *k, int64_t n, int64_t kw, int64_t per)
 	rtiles = cdiv(nrows, tr);
 	ctiles = cdiv(kw, wc);
 	tiles = rtiles * ctiles;
-	for (t = 0; t < tiles; t++) {
+	for (t = 0; t < tiles && !k->c->e.failed; t++) {
 		r = (by_cols ? t % rtiles : t / ctiles) * tr;
 		c0 = (by_cols ? t / rtiles : t % ctiles) * wc;
 		k->rows = nrows - r < tr ? nrows - r : tr;
@@ -695,7 +695,7 @@ static void gen_chain(struct fk *k, int64_t n)
 	fit_slots(k, per, (full > tr ? tr : full > 0 ? full : 1) * w);
 	k->cols = w;
 	tiles = cdiv(full, tr) + !!rest;
-	for (r = 0; r < full; r += tr) {
+	for (r = 0; r < full && !k->c->e.failed; r += tr) {
 		k->rows = full - r < tr ? full - r : tr;
 		emit_lane(&k->c->e, emit_lane_of(&k->c->e, t++, tiles));
 		body(k, r * w, w);
@@ -1212,8 +1212,9 @@ static void gen_matmul(struct fk *k)
 	k->slot_elems = t.tm * t.tn;
 	/* Contiguous runs of C tiles per lane: rows of tiles share A. */
 	tiles = s.b * cdiv(s.m, t.tm) * cdiv(s.n, t.tn);
-	for (b = 0; b < s.b; b++)
-		for (m0 = 0; m0 < s.m; m0 += t.tm)
+	/* a program past the ISA's limit stops (emit_insn()) */
+	for (b = 0; b < s.b && !k->c->e.failed; b++)
+		for (m0 = 0; m0 < s.m && !k->c->e.failed; m0 += t.tm)
 			for (n0 = 0; n0 < s.n; n0 += t.tn) {
 				k->rows = s.m - m0 < t.tm ? s.m - m0 : t.tm;
 				k->cols = s.n - n0 < t.tn ? s.n - n0 : t.tn;

@@ -46,7 +46,8 @@ struct emit {
 	int lanes_ever;		/* any lane but 0, ever: the header says lanes */
 	uint32_t phase_at;	/* first instruction after the last BARRIER */
 	uint32_t kernel_at;	/* first instruction of the current kernel */
-	int failed;		/* allocation failure, sticky */
+	int failed;		/* allocation failure or too_many, sticky */
+	int too_many;		/* past VTPU_MAX_INSNS: nothing more is kept */
 	int too_wide;		/* a DMA stride beyond 32 bits, sticky */
 };
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "ir.h"
 #include "vtpu_exec.h"
@@ -745,6 +746,39 @@ TEST(wide_transposes_take_square_blocks)
 		run_free(&r);
 		vtpu_graph_free(g);
 	}
+}
+
+/*
+ * A kernel that would tile into 64M instructions (a stepped row read
+ * again for each of 65536 rows: one DMA per element) is refused with
+ * E2BIG once it passes the ISA's limit, without growing the code past
+ * it: a fuzzed MaxPool of 13M instructions took 800 MB to be refused.
+ */
+TEST(code_past_the_instruction_limit_stops_growing)
+{
+	struct vtpu_graph *gr = vtpu_graph_new();
+	struct ir_graph *g = &gr->ir;
+	struct vtpu_device_params dev = { .vmem_size = 1 << 20, .num_cores = 1 };
+	int a = param(gr, 0, shp(VTPU_F32, 1, (int64_t[]){ 2048 })), y;
+	int64_t st[2] = { 0, 2 };
+	struct vtpu_program prog = { 0 };
+	struct plan_stats plan;
+	struct rusage ru;
+	char err[256] = "";
+
+	y = view(gr, a, shp2(VTPU_F32, 65536, 1024), 0, st);
+	ASSERT_EQ(0, vtpu_g_outputs(gr, 1, &y));
+	ASSERT_EQ(0, ir_verify(g));
+	ASSERT_EQ(0, pass_plan(g, &plan));
+	EXPECT_EQ(-E2BIG, codegen(g, &dev, &prog, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "over the limit of 1048576 instructions"))
+		TH_LOG("%s", err);
+	/* this test's process: 64M instructions would be 4 GiB of code */
+	ASSERT_EQ(0, getrusage(RUSAGE_SELF, &ru));
+	EXPECT_GT(512L << 10, ru.ru_maxrss) TH_LOG("peak %ld KiB", ru.ru_maxrss);
+	free(prog.binary);
+	free(prog.bindings);
+	vtpu_graph_free(gr);
 }
 
 TEST(concat_and_pad)

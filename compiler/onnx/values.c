@@ -12,6 +12,9 @@
 
 struct val *onnx_lookup(struct ctx *c, const char *name)
 {
+	/* protobuf allows a value without a name; none is ever defined */
+	if (!name)
+		return NULL;
 	for (int i = c->nv - 1; i >= 0; i--)
 		if (!strcmp(c->v[i].name, name))
 			return &c->v[i];
@@ -88,6 +91,8 @@ int onnx_value(struct ctx *c, const char *name)
 	struct val *v = onnx_lookup(c, name);
 	struct vtpu_shape s = { 0 };
 
+	if (!name)
+		return onnx_fail(c, "a value without a name");
 	if (!v)
 		return onnx_fail(c, "input '%s' is not defined", name);
 	if (v->id >= 0)

@@ -741,6 +741,7 @@ TEST(every_test_model_parses_or_is_refused_and_compiles)
  * refused with a message; it used to be looked up by a NULL name
  * (found by the fuzzer).
  */
+/* A Scan body's first input, then its first output, without a name. */
 TEST(subgraph_value_without_a_name)
 {
 	size_t len = 0, plen;
@@ -749,8 +750,9 @@ TEST(subgraph_value_without_a_name)
 			      NULL;
 	Onnx__GraphProto *body = NULL;
 	struct vtpu_graph *g = NULL;
-	char err[256] = "", *name;
+	char err[256] = "", *name, **slot;
 	size_t i;
+	int out;
 
 	if (!buf)
 		SKIP(return, "the ONNX node tests are not installed");
@@ -761,17 +763,23 @@ TEST(subgraph_value_without_a_name)
 			body = m->graph->node[0]->attribute[i]->g;
 	ASSERT_NE(NULL, body);
 	ASSERT_LT(0, body->n_input);
-	name = body->input[0]->name;
-	body->input[0]->name = NULL;
-	plen = onnx__model_proto__get_packed_size(m);
-	packed = malloc(plen);
-	ASSERT_NE(NULL, packed);
-	onnx__model_proto__pack(m, packed);
-	body->input[0]->name = name;
-	EXPECT_GT(0, vtpu_onnx_parse(packed, plen, &g, err, sizeof(err)));
-	EXPECT_NULL(g);
-	EXPECT_NE(NULL, strstr(err, "without a name")) TH_LOG("%s", err);
-	free(packed);
+	ASSERT_LT(0, body->n_output);
+	for (out = 0; out < 2; out++) {
+		slot = out ? &body->output[0]->name : &body->input[0]->name;
+		name = *slot;
+		*slot = NULL;
+		plen = onnx__model_proto__get_packed_size(m);
+		packed = malloc(plen);
+		ASSERT_NE(NULL, packed);
+		onnx__model_proto__pack(m, packed);
+		*slot = name;
+		err[0] = 0;
+		EXPECT_GT(0, vtpu_onnx_parse(packed, plen, &g, err, sizeof(err)));
+		EXPECT_NULL(g);
+		EXPECT_NE(NULL, strstr(err, "without a name"))
+			TH_LOG("%s: %s", out ? "output" : "input", err);
+		free(packed);
+	}
 	onnx__model_proto__free_unpacked(m, NULL);
 	free(buf);
 }

@@ -947,15 +947,6 @@ struct ir_graph *ir_clone(const struct ir_graph *src)
 			strcpy(name, n->name);
 			g->nodes[id].name = name;
 		}
-		if (n->op == OP_CONST) {
-			size_t bytes = shape_elems(&n->shape) * type_size(n->shape.type);
-			void *d = ir_alloc(g, bytes);
-
-			if (!d)
-				goto fail;
-			memcpy(d, n->a.cst.data, bytes);
-			g->nodes[id].a.cst.data = d;
-		}
 		if (n->op == OP_WHILE) {
 			struct ir_graph *c = ir_clone(n->a.loop.cond);
 			struct ir_graph *b = c ? ir_clone(n->a.loop.body) : NULL;

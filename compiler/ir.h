@@ -236,7 +236,12 @@ int ir_infer(struct ir_graph *g, const struct ir_node *n,
 /* Shape and type rules of every op; 0 or -EINVAL with g->err set. */
 int ir_verify(struct ir_graph *g);
 void ir_dump(const struct ir_graph *g, FILE *f, const char *title);
-/* A deep copy (for passes that want the original kept). */
+/*
+ * A copy for the passes, which keep the original as it was. Constants
+ * are shared, not copied (a model's weights, hundreds of MB): the passes
+ * never write a constant's data, they make new ones; so @g must outlive
+ * its clone.
+ */
 struct ir_graph *ir_clone(const struct ir_graph *g);
 void ir_free(struct ir_graph *g);
 /*

@@ -35,6 +35,12 @@ struct cval {
 	int64_t n;
 	void *data;		/* n elements in @type's layout */
 	int otype;		/* the ONNX type decoded from; 0: derived */
+	/*
+	 * @data is the TensorProto's own (the unpacked model outlives every
+	 * value): a model's weights are not copied once more to be parsed.
+	 * Never written, and not freed with the value.
+	 */
+	bool borrowed;
 };
 
 struct val {

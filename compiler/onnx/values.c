@@ -53,7 +53,8 @@ int onnx_define(struct ctx *c, const char *name, int id, struct cval *cv)
 void onnx_cval_free(struct cval *cv)
 {
 	if (cv) {
-		free(cv->data);
+		if (!cv->borrowed)
+			free(cv->data);
 		free(cv);
 	}
 }
@@ -524,7 +525,7 @@ static struct cval *tensor_widened(struct ctx *c, const Onnx__TensorProto *t,
 /* Decodes a TensorProto: raw_data (little-endian) or the typed field. */
 static struct cval *decode(struct ctx *c, const Onnx__TensorProto *t)
 {
-	bool ok;
+	bool ok, raw;
 	enum vtpu_type ty = onnx_type(t->data_type, &ok);
 	int64_t n = 1, es;
 	struct cval *cv;
@@ -586,18 +587,32 @@ static struct cval *decode(struct ctx *c, const Onnx__TensorProto *t)
 		goto oom;
 	free(cv->data);
 	cv->n = n;
+	raw = t->has_raw_data && t->raw_data.len;
+	/*
+	 * Sizes were checked above. Bytes in the host's layout (hosts are
+	 * little-endian), aligned as malloc() aligns protobuf-c's arrays,
+	 * are borrowed rather than copied.
+	 */
+	if (!n)
+		cv->data = NULL;
+	else if (raw)
+		cv->data = (uintptr_t)t->raw_data.data % es ? NULL :
+			   t->raw_data.data;
+	else if (ty == VTPU_F32)
+		cv->data = t->float_data;
+	else if (ty == VTPU_S64)
+		cv->data = t->int64_data;
+	else
+		cv->data = NULL;
+	if (cv->data) {
+		cv->borrowed = true;
+		return cv;
+	}
 	cv->data = calloc(n ? n : 1, es);
 	if (!cv->data)
 		goto oom;
-	/* Sizes were checked above. */
-	if (t->has_raw_data && t->raw_data.len) {
-		memcpy(cv->data, t->raw_data.data, n * es);	/* hosts are LE */
-	} else if (ty == VTPU_F32) {
-		if (n)
-			memcpy(cv->data, t->float_data, n * es);
-	} else if (ty == VTPU_S64) {
-		if (n)
-			memcpy(cv->data, t->int64_data, n * es);
+	if (raw) {
+		memcpy(cv->data, t->raw_data.data, n * es);	/* unaligned */
 	} else {
 		/* int32_data carries int32, bool and bf16 bits. */
 		for (int64_t i = 0; i < n; i++) {

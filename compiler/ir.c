@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ir.h"
 
@@ -101,6 +102,15 @@ bool shape_eq(const struct vtpu_shape *a, const struct vtpu_shape *b)
 	return a->type == b->type && dims_eq(a, b);
 }
 
+void ir_huge_hint(void *p, size_t size)
+{
+	uintptr_t lo = ((uintptr_t)p + IR_HUGE - 1) & ~(uintptr_t)(IR_HUGE - 1);
+	uintptr_t hi = ((uintptr_t)p + size) & ~(uintptr_t)(IR_HUGE - 1);
+
+	if (p && size >= 2 * IR_HUGE && hi > lo)
+		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);	/* a hint */
+}
+
 void *ir_alloc(struct ir_graph *g, size_t size)
 {
 	void *p;
@@ -117,6 +127,7 @@ void *ir_alloc(struct ir_graph *g, size_t size)
 	p = calloc(1, size ? size : 1);
 	if (p)
 		g->allocs[g->nallocs++] = p;
+	ir_huge_hint(p, size);	/* a model's weights: untouched so far */
 	return p;
 }
 

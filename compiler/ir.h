@@ -220,6 +220,13 @@ bool shape_eq(const struct vtpu_shape *a, const struct vtpu_shape *b);
 bool dims_eq(const struct vtpu_shape *a, const struct vtpu_shape *b);
 
 void *ir_alloc(struct ir_graph *g, size_t size);	/* zeroed, owned */
+/*
+ * Asks for huge pages for the 2 MiB-aligned part of a large block not
+ * yet written: filling hundreds of MB of weights otherwise takes a page
+ * fault every 4 KiB, which in a VM costs more than the copy.
+ */
+#define IR_HUGE	((size_t)2 << 20)
+void ir_huge_hint(void *p, size_t size);
 /* Sets the sticky error (first one wins); returns -code. */
 int ir_error(struct ir_graph *g, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -591,6 +591,26 @@ void onnx_values_free(struct ctx *c)
 	c->nv = c->cap = 0;
 }
 
+/* protobuf-c's: the model's tensors (its weights) in huge pages */
+static void *unpack_alloc(void *unused, size_t size)
+{
+	void *p = malloc(size);
+
+	(void)unused;
+	ir_huge_hint(p, size);
+	return p;
+}
+
+static void unpack_free(void *unused, void *p)
+{
+	(void)unused;
+	free(p);
+}
+
+static ProtobufCAllocator unpack_allocator = {
+	.alloc = unpack_alloc, .free = unpack_free,
+};
+
 int vtpu_onnx_parse(const void *data, size_t len, struct vtpu_graph **out,
 		    char *err, size_t errlen)
 {
@@ -620,7 +640,7 @@ int onnx_parse_bound(const void *data, size_t len,
 	if (err && errlen)
 		err[0] = 0;
 	*out = NULL;
-	m = onnx__model_proto__unpack(NULL, len, data);
+	m = onnx__model_proto__unpack(&unpack_allocator, len, data);
 	if (!m) {
 		onnx_fail(&c, "malformed ONNX protobuf (%zu bytes)", len);
 		return -EINVAL;
@@ -631,18 +651,18 @@ int onnx_parse_bound(const void *data, size_t len,
 			onnx_fail(&c, "the model has no graph");
 		else if (n < 0 || (n && !bindings))
 			onnx_fail(&c, "bad bindings");
-		onnx__model_proto__free_unpacked(m, NULL);
+		onnx__model_proto__free_unpacked(m, &unpack_allocator);
 		return -EINVAL;
 	}
 	c.g = vtpu_graph_new();
 	if (!c.g) {
-		onnx__model_proto__free_unpacked(m, NULL);
+		onnx__model_proto__free_unpacked(m, &unpack_allocator);
 		onnx_fail(&c, "out of memory");
 		return -ENOMEM;
 	}
 	ret = build_model(&c, m);
 	onnx_values_free(&c);
-	onnx__model_proto__free_unpacked(m, NULL);
+	onnx__model_proto__free_unpacked(m, &unpack_allocator);
 	if (ret) {
 		vtpu_graph_free(c.g);
 		/*

@@ -842,7 +842,7 @@ static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
 	int64_t n = n0, end = n0 + nt, rows, cols, at, cnt = 0;
 	int64_t es = dt_size(bv->src.dt);
 
-	while (n < end) {
+	while (n < end && !(k && k->c->e.failed)) {
 		rows = 1;
 		cols = g->w - n % g->w;
 		if (cols > end - n) {
@@ -875,12 +875,16 @@ static int64_t bview_row(struct fk *k, const struct mm_bview *bv, int64_t r,
 	return cnt;
 }
 
-/* DMAs a row of B takes over all its column tiles of @tn. */
+/*
+ * DMAs a row of B takes over all its column tiles of @tn; counted up to
+ * past the ISA's instruction limit, which no width that needs them all
+ * fits (a fuzzed ConvTranspose's view of 50M columns took seconds).
+ */
 static int64_t bview_dmas(const struct mm_shape *s, int64_t tn)
 {
 	int64_t n0, cnt = 0;
 
-	for (n0 = 0; n0 < s->n; n0 += tn)
+	for (n0 = 0; n0 < s->n && cnt <= VTPU_MAX_INSNS; n0 += tn)
 		cnt += bview_row(NULL, s->bv, 0, n0,
 				 s->n - n0 < tn ? s->n - n0 : tn, 0);
 	return cnt;
@@ -1215,7 +1219,7 @@ static void gen_matmul(struct fk *k)
 	/* a program past the ISA's limit stops (emit_insn()) */
 	for (b = 0; b < s.b && !k->c->e.failed; b++)
 		for (m0 = 0; m0 < s.m && !k->c->e.failed; m0 += t.tm)
-			for (n0 = 0; n0 < s.n; n0 += t.tn) {
+			for (n0 = 0; n0 < s.n && !k->c->e.failed; n0 += t.tn) {
 				k->rows = s.m - m0 < t.tm ? s.m - m0 : t.tm;
 				k->cols = s.n - n0 < t.tn ? s.n - n0 : t.tn;
 				lane = emit_lane_of(&k->c->e, i++, tiles);

@@ -36,6 +36,29 @@ static int dir_slice(struct ctx *c, int v, int dir, int ndir)
 }
 
 /*
+ * Whether @v (one direction's, from dir_slice()) is [@d0] (@rank 1) or
+ * [@d0, @d1]: the operator definition's shape, which unroll() slices
+ * and multiplies by without looking again.
+ */
+static int want_shape(struct ctx *c, int v, int rank, int64_t d0, int64_t d1,
+		      const char *what)
+{
+	struct vtpu_shape s;
+
+	if (v < 0)
+		return v;
+	s = onnx_shape_of(c, v);
+	if (s.rank != rank || s.dims[0] != d0 || (rank > 1 && s.dims[1] != d1)) {
+		if (rank == 1)
+			return onnx_fail(c, "%s must be [%lld] per direction", what,
+					 (long long)d0);
+		return onnx_fail(c, "%s must be [%lld, %lld] per direction", what,
+				 (long long)d0, (long long)d1);
+	}
+	return v;
+}
+
+/*
  * Steps a layer unrolls: each is a few kernels, so a thousand keep a
  * two-layer bidirectional LSTM far inside the program's instruction
  * limit, and its compile time in seconds.
@@ -419,6 +442,12 @@ int onnx_op_rnn(struct ctx *c, node_t *n, const struct opdef *d)
 			dr->c = dir_slice(c, onnx_in(c, n, 6), k, nd);
 		if (l.cell == CELL_LSTM && onnx_has_in(n, 7))	/* [3 * H]: i, o, f */
 			dr->peep = dir_slice(c, onnx_in(c, n, 7), k, nd);
+		dr->w = want_shape(c, dr->w, 2, l.ng * l.hs, l.in, "W");
+		dr->r = want_shape(c, dr->r, 2, l.ng * l.hs, l.hs, "R");
+		dr->b = want_shape(c, dr->b, 1, 2 * l.ng * l.hs, 0, "B");
+		dr->h = want_shape(c, dr->h, 2, l.batch, l.hs, "initial_h");
+		dr->c = want_shape(c, dr->c, 2, l.batch, l.hs, "initial_c");
+		dr->peep = want_shape(c, dr->peep, 1, 3 * l.hs, 0, "P");
 		if (c->failed || unroll(c, &l, dr, rev || k == 1))
 			return -EINVAL;
 	}

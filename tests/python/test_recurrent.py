@@ -151,6 +151,32 @@ def test_unknown_activation_is_refused_by_name():
         vtpu.InferenceSession(m, backend="host")
 
 
+@pytest.mark.parametrize("which,shape,want", [
+    ("b", (1, 2, 8 * 3), r"B must be \[24\] per direction"),
+    ("b", (1, 8 * 3 + 1), r"B must be \[24\] per direction"),
+    ("w", (1, 4 * 3, 5), r"W must be \[12, 4\] per direction"),
+    ("r", (1, 4 * 3), r"R must be \[12, 3\] per direction"),
+    ("h", (1, 2, 3), r"initial_h must be \[1, 3\] per direction"),
+    ("p", (1, 3, 3), r"P must be \[9\] per direction"),
+])
+def test_lstm_operands_of_the_wrong_shape_are_refused(which, shape, want):
+    """W, R, B, initial_h and P as the operator defines them, or an error
+    (a B of rank 2 per direction was read as rank 1: found by onnx-fuzz
+    under ASan)."""
+    hs, inp = 3, 4
+    shapes = {"w": (1, 4 * hs, inp), "r": (1, 4 * hs, hs), "b": (1, 8 * hs),
+              "l": (1,), "h": (1, 1, hs), "c": (1, 1, hs), "p": (1, 3 * hs)}
+    shapes[which] = shape
+    inits = [numpy_helper.from_array(np.ones(shapes[k], np.float32), k)
+             for k in "wrbhcp"]
+    node = helper.make_node("LSTM", ["x", "w", "r", "b", "", "h", "c", "p"],
+                            ["y"], hidden_size=hs)
+    m = make_model([node], [("x", TensorProto.FLOAT, [2, 1, inp])],
+                   [("y", TensorProto.FLOAT, [2, 1, 1, hs])], inits)
+    with pytest.raises(vtpu.Error, match=want):
+        vtpu.InferenceSession(m, backend="host")
+
+
 def lstm_model(seq, hs=8, inp=4, direction="forward", seed=3, **attrs):
     nd = 2 if direction == "bidirectional" else 1
     rng = np.random.default_rng(seed)

@@ -327,6 +327,11 @@ static void copy_extents(struct cg *c, enum copy_kind *k, int64_t s0,
 		*tr = min64(rows, side);
 		if (s1 >= *tr)
 			return;
+		/* columns closer than the block's rows: blocks of s1 rows */
+		if (s1 >= 2) {
+			*tr = s1;
+			return;
+		}
 		*k = CK_GATHER;
 		/* fall through */
 	case CK_GATHER:

@@ -749,6 +749,27 @@ TEST(wide_transposes_take_square_blocks)
 }
 
 /*
+ * A transposed view whose columns are closer than its rows, y[i][j] =
+ * a[i + 3 j] (im2col's overlapping windows): blocks of 3 rows, not a DMA
+ * per element.
+ */
+TEST(overlapping_transposed_views_take_narrow_blocks)
+{
+	struct vtpu_graph *g = vtpu_graph_new();
+	int a = param(g, 0, shp(VTPU_F32, 1, (int64_t[]){ 96 + 3 * 999 })), y;
+	int64_t st[2] = { 1, 3 };
+	struct run r;
+
+	y = view(g, a, shp2(VTPU_F32, 96, 1000), 0, st);
+	ASSERT_EQ(0, vtpu_g_outputs(g, 1, &y));
+	ASSERT_EQ(0, check_graph(g, 1 << 20, &any, 0, 0, 0, &r));
+	EXPECT_EQ(0, r.mismatches);
+	EXPECT_LT(r.prog.cost.insn_count, 1000);
+	run_free(&r);
+	vtpu_graph_free(g);
+}
+
+/*
  * A kernel that would tile into 64M instructions (a stepped row read
  * again for each of 65536 rows: one DMA per element) is refused with
  * E2BIG once it passes the ISA's limit, without growing the code past

@@ -532,7 +532,12 @@ static bool foldable(struct ctx *c, node_t *n, const struct opdef *d,
 
 	*has_s64 = *has_float = false;
 	*f32_exact = true;
-	if (onnx_in_list(never, d->name) || !n->n_input || n->n_input > 64)
+	/*
+	 * The first input is one no operator folded here may go without:
+	 * absent (an empty name), the node is built, and refused there.
+	 */
+	if (onnx_in_list(never, d->name) || !n->n_input || n->n_input > 64 ||
+	    !n->input[0][0])
 		return false;
 	for (size_t i = 0; i < n->n_input; i++) {
 		struct val *v = n->input[i][0] ? onnx_lookup(c, n->input[i]) : NULL;

@@ -784,6 +784,41 @@ TEST(subgraph_value_without_a_name)
 	free(buf);
 }
 
+/*
+ * A node whose first input is absent (an empty name): refused as such,
+ * not folded as though its inputs were all known (onnx-fuzz, UBSan: a
+ * Cast looked its input up and used what it did not find).
+ */
+TEST(absent_first_input_is_refused)
+{
+	size_t len = 0, plen;
+	void *buf = slurp(model_path("node/test_cast_DOUBLE_to_FLOAT"), &len);
+	Onnx__ModelProto *m = buf ? onnx__model_proto__unpack(NULL, len, buf) :
+			      NULL;
+	struct vtpu_graph *g = NULL;
+	char err[256] = "", *name, empty[1] = "";
+	void *packed;
+
+	if (!buf)
+		SKIP(return, "the ONNX node tests are not installed");
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(1, m->graph->n_node);
+	ASSERT_LT(0, m->graph->node[0]->n_input);
+	name = m->graph->node[0]->input[0];
+	m->graph->node[0]->input[0] = empty;
+	plen = onnx__model_proto__get_packed_size(m);
+	packed = malloc(plen);
+	ASSERT_NE(NULL, packed);
+	onnx__model_proto__pack(m, packed);
+	m->graph->node[0]->input[0] = name;
+	EXPECT_GT(0, vtpu_onnx_parse(packed, plen, &g, err, sizeof(err)));
+	EXPECT_NULL(g);
+	EXPECT_NE(NULL, strstr(err, "missing input 0")) TH_LOG("%s", err);
+	free(packed);
+	onnx__model_proto__free_unpacked(m, NULL);
+	free(buf);
+}
+
 TEST(garbage)
 {
 	static const unsigned char junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff,

@@ -555,6 +555,17 @@ static int conv2d(struct ctx *c, int x, int k, const struct window *w,
 	return onnx_chk(c, vtpu_g_conv2d(c->g, x, k, &p));
 }
 
+/* @x with @w's depth padding (axis 2), for the 3-D convolutions. */
+static int pad_depth(struct ctx *c, int x, const struct window *w)
+{
+	int64_t lo[R] = { 0 }, hi[R] = { 0 };
+
+	lo[2] = w->lo[0], hi[2] = w->hi[0];
+	if (x < 0 || (!lo[2] && !hi[2]))
+		return x;
+	return onnx_chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
+}
+
 /*
  * A 3-D convolution as one 2-D convolution: the input's KD depth
  * windows (strided slices of the depth-padded input) are stacked next
@@ -566,7 +577,7 @@ static int conv3d(struct ctx *c, int x, int k, const struct window *w,
 		  int groups)
 {
 	struct vtpu_shape sx = onnx_shape_of(c, x), sk = onnx_shape_of(c, k), sy;
-	int64_t lo[R] = { 0 }, hi[R] = { 0 }, od = w->o[0], kd = w->k[0];
+	int64_t od = w->o[0], kd = w->k[0];
 	int parts[64], y;
 	static const int to_nd[6] = { 0, 3, 1, 2, 4, 5 };
 	static const int back[5] = { 0, 2, 1, 3, 4 };
@@ -574,9 +585,7 @@ static int conv3d(struct ctx *c, int x, int k, const struct window *w,
 	if (kd > 64)
 		return onnx_fail(c, "unsupported kernel depth %lld (at most 64)",
 				 (long long)kd);
-	lo[2] = w->lo[0], hi[2] = w->hi[0];
-	if (lo[2] || hi[2])
-		x = onnx_chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
+	x = pad_depth(c, x, w);
 	if (x < 0)
 		return x;
 	sx = onnx_shape_of(c, x);
@@ -635,14 +644,12 @@ static int dwconv3d(struct ctx *c, int x, int k, const struct window *w,
 		    int groups)
 {
 	struct vtpu_shape sx, sk = onnx_shape_of(c, k), sy;
-	int64_t lo[R] = { 0 }, hi[R] = { 0 }, od = w->o[0];
+	int64_t od = w->o[0];
 	static const int swap[5] = { 0, 2, 1, 3, 4 };
 	int y = -1;
 
-	lo[2] = w->lo[0], hi[2] = w->hi[0];
-	if (lo[2] || hi[2])
-		x = onnx_chk(c, vtpu_g_pad(c->g, x, lo, hi, 0.0));
 	/* [N, D, C, H, W]: a tap's frames are one strided slice */
+	x = pad_depth(c, x, w);
 	x = x < 0 ? x : onnx_chk(c, vtpu_g_transpose(c->g, x, swap));
 	if (x < 0)
 		return x;

@@ -89,11 +89,12 @@ int64_t onnx_prod(const int64_t *d, int from, int to)
 /* The builder value of @name, making a host constant a graph constant. */
 int onnx_value(struct ctx *c, const char *name)
 {
-	struct val *v = onnx_lookup(c, name);
+	struct val *v;
 	struct vtpu_shape s = { 0 };
 
 	if (!name)
 		return onnx_fail(c, "a value without a name");
+	v = onnx_lookup(c, name);
 	if (!v)
 		return onnx_fail(c, "input '%s' is not defined", name);
 	if (v->id >= 0)
